@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/lktest.h - the few helpers every self-contained test program uses. A test exits 0 on success,
+ * 1 on failure (after printing file:line and the failed expression), 77 when skipped. A watchdog
+ * turns a hang into a failure with a message instead of a CI timeout.
+ */
+#ifndef LOCKLAB_LKTEST_H
+#define LOCKLAB_LKTEST_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int lkt_failures;
+
+#define CHECK(expr)                                                                                \
+	do {                                                                                       \
+		if (!(expr)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #expr);  \
+			lkt_failures++;                                                            \
+		}                                                                                  \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                                             \
+	do {                                                                                       \
+		long long _a = (long long)(a), _b = (long long)(b);                               \
+		if (_a != _b) {                                                                    \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", __FILE__, \
+				__LINE__, #a, _a, #b, _b);                                         \
+			lkt_failures++;                                                            \
+		}                                                                                  \
+	} while (0)
+
+static void lkt_watchdog_fire(int sig)
+{
+	static const char msg[] = "watchdog: test did not finish in time (hang or lost wakeup)\n";
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0) { /* nothing else to do */ }
+	_exit(1);
+}
+
+/* Fail the test if it has not finished after `seconds` (scaled by LOCKLAB_TEST_TIMEOUT_SCALE). */
+static inline void lkt_watchdog(unsigned seconds)
+{
+	const char *s = getenv("LOCKLAB_TEST_TIMEOUT_SCALE");
+	if (s && atoi(s) > 0)
+		seconds *= (unsigned)atoi(s);
+	signal(SIGALRM, lkt_watchdog_fire);
+	alarm(seconds);
+}
+
+/* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */
+static inline int lkt_sanitized(void)
+{
+#if defined(LOCKLAB_SANITIZE_thread) || defined(LOCKLAB_SANITIZE_address) || defined(LOCKLAB_SANITIZE_undefined)
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+static inline int lkt_done(const char *name)
+{
+	if (lkt_failures) {
+		fprintf(stderr, "%s: %d check(s) failed\n", name, lkt_failures);
+		return 1;
+	}
+	printf("%s: ok\n", name);
+	return 0;
+}
+
+#endif /* LOCKLAB_LKTEST_H */
