@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lab/common.c - the measurement helpers every workload shares (see lab/lab.h).
+ *
+ * The thread harness, in phases (h->phase, a 32-bit futex word):
+ *
+ *   STARTING --(all workers checked in)--> RUNNING --(warm-up over; snapshot)--> MEASURING
+ *            --(duration over; snapshot)--> STOPPING --(join)
+ *
+ * Workers check in (h->started), sleep on h->phase until RUNNING, then loop until STOPPING. The harness
+ * reads every worker's ops counter at the start and at the end of MEASURING, so the counted window is
+ * one in which every worker had started and none had been asked to stop. Counters are single-writer
+ * and read racily with relaxed loads: an op straddling a snapshot is counted in one window or the
+ * other, never twice, never lost.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "futex.h"
+#include "lab.h"
+#include "locklab/relax.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* JSON writer                                                                                       */
+
+void lj_init(struct lab_json *j, FILE *f)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+	j->first[0] = true;
+}
+
+static void lj_quote(FILE *f, const char *s);
+
+static void lj_sep(struct lab_json *j, const char *key)
+{
+	if (!j->first[j->depth])
+		fputc(',', j->f);
+	j->first[j->depth] = false;
+	/* keys only inside objects: arrays pass key == NULL */
+	if (key) {
+		lj_quote(j->f, key);
+		fputc(':', j->f);
+	}
+}
+
+static void lj_open(struct lab_json *j, const char *key, char c)
+{
+	lj_sep(j, key);
+	fputc(c, j->f);
+	if (j->depth + 1 < (int)(sizeof(j->first) / sizeof(j->first[0])))
+		j->depth++;
+	j->first[j->depth] = true;
+}
+
+void lj_obj_begin(struct lab_json *j, const char *key) { lj_open(j, key, '{'); }
+void lj_arr_begin(struct lab_json *j, const char *key) { lj_open(j, key, '['); }
+
+void lj_obj_end(struct lab_json *j)
+{
+	fputc('}', j->f);
+	if (j->depth > 0)
+		j->depth--;
+}
+
+void lj_arr_end(struct lab_json *j)
+{
+	fputc(']', j->f);
+	if (j->depth > 0)
+		j->depth--;
+}
+
+void lj_u64(struct lab_json *j, const char *key, uint64_t v)
+{
+	lj_sep(j, key);
+	fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+void lj_i64(struct lab_json *j, const char *key, int64_t v)
+{
+	lj_sep(j, key);
+	fprintf(j->f, "%lld", (long long)v);
+}
+
+void lj_dbl(struct lab_json *j, const char *key, double v)
+{
+	lj_sep(j, key);
+	if (isfinite(v))
+		fprintf(j->f, "%.17g", v);
+	else
+		fputs("null", j->f);
+}
+
+void lj_bool(struct lab_json *j, const char *key, bool v)
+{
+	lj_sep(j, key);
+	fputs(v ? "true" : "false", j->f);
+}
+
+void lj_null(struct lab_json *j, const char *key)
+{
+	lj_sep(j, key);
+	fputs("null", j->f);
+}
+
+static void lj_quote(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\t': fputs("\\t", f); break;
+		case '\r': fputs("\\r", f); break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void lj_str(struct lab_json *j, const char *key, const char *s)
+{
+	lj_sep(j, key);
+	lj_quote(j->f, s);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Parameters                                                                                        */
+
+static int param_index(const struct lab_run *r, const char *name)
+{
+	for (int i = 0; r->wl->params[i].name; i++)
+		if (strcmp(r->wl->params[i].name, name) == 0)
+			return i;
+	fprintf(stderr, "locklab-bench: internal error: workload %s has no parameter '%s'\n", r->wl->name, name);
+	abort();
+}
+
+uint64_t lab_u(const struct lab_run *r, const char *name)
+{
+	return strtoull(r->values[param_index(r, name)], NULL, 10);
+}
+
+double lab_d(const struct lab_run *r, const char *name)
+{
+	return strtod(r->values[param_index(r, name)], NULL);
+}
+
+const char *lab_s(const struct lab_run *r, const char *name)
+{
+	return r->values[param_index(r, name)];
+}
+
+const struct lab_alg *lab_a(const struct lab_run *r, const char *name)
+{
+	int i = param_index(r, name);
+
+	return lab_find(r->wl->params[i].choices, r->values[i]);
+}
+
+int lab_bad_arg(const char *arg, const char *what, const char *got)
+{
+	fprintf(stderr, "locklab-bench: --%s: expected %s, got '%s'\n", arg, what, got ? got : "");
+	return 2;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Time, pauses, memory                                                                              */
+
+uint64_t lab_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void lab_pause(uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		lk_cpu_relax();
+}
+
+double lab_pause_ns(void)
+{
+	static double cached;
+
+	if (cached > 0)
+		return cached;
+	/* best of 7 trials of 20k pauses: the minimum is the cost without interference */
+	double best = 1e9;
+	for (int t = 0; t < 7; t++) {
+		uint64_t t0 = lab_now_ns();
+		lab_pause(20000);
+		double ns = (double)(lab_now_ns() - t0) / 20000.0;
+		if (ns < best)
+			best = ns;
+	}
+	cached = best;
+	return cached;
+}
+
+void *lab_alloc_aligned(size_t size)
+{
+	void *p = NULL;
+	size_t rounded = (size + LAB_CACHELINE - 1) / LAB_CACHELINE * LAB_CACHELINE;
+
+	if (rounded == 0)
+		rounded = LAB_CACHELINE;
+	if (posix_memalign(&p, LAB_CACHELINE, rounded) != 0) {
+		fprintf(stderr, "locklab-bench: out of memory allocating %zu bytes\n", rounded);
+		abort();
+	}
+	memset(p, 0, rounded);
+	return p;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Thread harness                                                                                    */
+
+enum { PH_STARTING, PH_RUNNING, PH_MEASURING, PH_STOPPING };
+
+struct lab_harness {
+	_Atomic uint32_t phase;
+	_Atomic uint32_t started;
+	void (*fn)(struct lab_ctx *);
+};
+
+bool lab_stopping(const struct lab_ctx *c)
+{
+	/* relaxed: the flag only needs to become visible eventually; nothing is published through it */
+	return atomic_load_explicit(&c->h->phase, memory_order_relaxed) == PH_STOPPING;
+}
+
+bool lab_measuring(const struct lab_ctx *c)
+{
+	/* relaxed: deciding whether to take a latency sample; a late view only shifts one sample */
+	return atomic_load_explicit(&c->h->phase, memory_order_relaxed) == PH_MEASURING;
+}
+
+uint64_t lab_rand(struct lab_ctx *c)
+{
+	/* xorshift64*: per-thread, no shared state */
+	uint64_t x = c->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	c->rng = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+void lab_lat_sample(struct lab_ctx *c, uint64_t ns)
+{
+	if (!c->lat_cap)
+		return;
+	c->lat_seen++;
+	if (c->lat_n < c->lat_cap) {
+		c->lat[c->lat_n++] = ns;
+	} else {
+		/* reservoir sampling: every sample of the window is kept with equal probability */
+		uint64_t k = lab_rand(c) % c->lat_seen;
+		if (k < c->lat_cap)
+			c->lat[k] = ns;
+	}
+}
+
+static void *harness_thread(void *arg)
+{
+	struct lab_ctx *c = arg;
+	struct lab_harness *h = c->h;
+
+	/* release: pairs with the harness's acquire load of `started`; publishes nothing but the check-in */
+	atomic_fetch_add_explicit(&h->started, 1, memory_order_release);
+	/* acquire: pairs with the release store of PH_RUNNING; the workload's shared state, set up before
+	 * the harness started, is visible from here on */
+	while (atomic_load_explicit(&h->phase, memory_order_acquire) == PH_STARTING)
+		lk_futex_wait(&h->phase, PH_STARTING, NULL, CLOCK_MONOTONIC);
+	h->fn(c);
+	return NULL;
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000ull),
+			       .tv_nsec = (long)(deadline_ns % 1000000000ull) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void (*fn)(struct lab_ctx *),
+		    void *arg, size_t lat_cap, struct lab_window *w)
+{
+	struct lab_harness h = { .fn = fn };
+	pthread_t *tids = calloc(nthreads, sizeof(*tids));
+	struct lab_ctx *ctx = lab_alloc_aligned(sizeof(*ctx) * nthreads);
+	uint64_t *ops0 = calloc(nthreads, sizeof(*ops0));
+	pthread_attr_t attr;
+	unsigned created = 0;
+	int err = 0;
+
+	memset(w, 0, sizeof(*w));
+	if (!tids || !ops0)
+		return ENOMEM;
+	atomic_init(&h.phase, PH_STARTING);
+	atomic_init(&h.started, 0);
+	for (unsigned i = 0; i < nthreads; i++) {
+		ctx[i].id = i;
+		ctx[i].nthreads = nthreads;
+		ctx[i].arg = arg;
+		ctx[i].h = &h;
+		ctx[i].rng = 0x9E3779B97F4A7C15ull * (i + 1) | 1;
+		atomic_init(&ctx[i].ops, 0);
+		if (lat_cap) {
+			ctx[i].lat = calloc(lat_cap, sizeof(uint64_t));
+			ctx[i].lat_cap = ctx[i].lat ? lat_cap : 0;
+		}
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 1u << 20);
+	for (; created < nthreads; created++) {
+		err = pthread_create(&tids[created], &attr, harness_thread, &ctx[created]);
+		if (err)
+			break;
+	}
+	pthread_attr_destroy(&attr);
+	/* acquire: pairs with each worker's release check-in */
+	while (atomic_load_explicit(&h.started, memory_order_acquire) < created)
+		usleep(200);
+	/* release: pairs with the workers' acquire load of the phase; they may start */
+	atomic_store_explicit(&h.phase, err ? PH_STOPPING : PH_RUNNING, memory_order_release);
+	lk_futex_wake(&h.phase, INT_MAX);
+
+	if (!err) {
+		struct rusage ru0, ru1;
+		uint64_t t0, t1;
+
+		sleep_until(lab_now_ns() + (uint64_t)(warmup_s * 1e9));
+		getrusage(RUSAGE_SELF, &ru0);
+		t0 = lab_now_ns();
+		for (unsigned i = 0; i < nthreads; i++)	/* relaxed: see the header comment */
+			ops0[i] = atomic_load_explicit(&ctx[i].ops, memory_order_relaxed);
+		/* relaxed: latency sampling only looks at the phase to decide whether to sample */
+		atomic_store_explicit(&h.phase, PH_MEASURING, memory_order_relaxed);
+		sleep_until(t0 + (uint64_t)(duration_s * 1e9));
+
+		w->thread_ops = calloc(nthreads, sizeof(uint64_t));
+		for (unsigned i = 0; i < nthreads; i++) {
+			uint64_t now = atomic_load_explicit(&ctx[i].ops, memory_order_relaxed);
+			w->thread_ops[i] = now - ops0[i];
+			w->total_ops += w->thread_ops[i];
+		}
+		t1 = lab_now_ns();
+		getrusage(RUSAGE_SELF, &ru1);
+		w->elapsed_s = (double)(t1 - t0) / 1e9;
+		w->cpu_user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
+		w->cpu_sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+		w->nvcsw = ru1.ru_nvcsw - ru0.ru_nvcsw;
+		w->nivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw;
+		/* relaxed: workers poll for it; pthread_join below orders everything they did */
+		atomic_store_explicit(&h.phase, PH_STOPPING, memory_order_relaxed);
+	}
+	for (unsigned i = 0; i < created; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	free(ops0);
+	w->ctx = ctx;
+	w->nthreads = nthreads;
+	return err;
+}
+
+void lab_window_free(struct lab_window *w)
+{
+	if (w->ctx)
+		for (unsigned i = 0; i < w->nthreads; i++)
+			free(w->ctx[i].lat);
+	free(w->ctx);
+	free(w->thread_ops);
+	memset(w, 0, sizeof(*w));
+}
+
+void lab_emit_window(struct lab_json *j, const struct lab_window *w)
+{
+	double sum = 0, sumsq = 0, mn = 0, mx = 0;
+	unsigned n = w->nthreads;
+
+	for (unsigned i = 0; i < n; i++) {
+		double x = (double)w->thread_ops[i];
+		sum += x;
+		sumsq += x * x;
+		if (i == 0 || x < mn)
+			mn = x;
+		if (i == 0 || x > mx)
+			mx = x;
+	}
+	double mean = n ? sum / n : 0;
+	lj_dbl(j, "ops_per_sec", w->elapsed_s > 0 ? (double)w->total_ops / w->elapsed_s : 0);
+	lj_dbl(j, "elapsed_s", w->elapsed_s);
+	lj_u64(j, "total_ops", w->total_ops);
+	lj_arr_begin(j, "thread_ops");
+	for (unsigned i = 0; i < n; i++)
+		lj_u64(j, NULL, w->thread_ops[i]);
+	lj_arr_end(j);
+	/* Jain's index: (sum x)^2 / (n sum x^2); 1 = perfectly fair, 1/n = one thread did everything */
+	lj_dbl(j, "fairness_jain", sumsq > 0 ? sum * sum / (n * sumsq) : NAN);
+	lj_dbl(j, "min_share", mean > 0 ? mn / mean : NAN);
+	lj_dbl(j, "max_share", mean > 0 ? mx / mean : NAN);
+	lj_dbl(j, "cpu_user_s", w->cpu_user_s);
+	lj_dbl(j, "cpu_sys_s", w->cpu_sys_s);
+	lj_dbl(j, "cpu_ns_per_op", w->total_ops ? (w->cpu_user_s + w->cpu_sys_s) * 1e9 / w->total_ops : NAN);
+	lj_i64(j, "nvcsw", w->nvcsw);
+	lj_i64(j, "nivcsw", w->nivcsw);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t lab_percentile(const uint64_t *sorted, size_t n, double pct)
+{
+	if (n == 0)
+		return 0;
+	/* nearest-rank */
+	double rank = pct / 100.0 * (double)n;
+	size_t k = rank <= 1 ? 0 : (size_t)ceil(rank) - 1;
+	return sorted[k < n ? k : n - 1];
+}
+
+void lab_emit_latency(struct lab_json *j, const char *key, const struct lab_window *w)
+{
+	size_t total = 0, k = 0;
+
+	for (unsigned i = 0; i < w->nthreads; i++)
+		total += w->ctx[i].lat_n;
+	uint64_t *all = malloc((total ? total : 1) * sizeof(uint64_t));
+	for (unsigned i = 0; i < w->nthreads; i++)
+		for (size_t s = 0; s < w->ctx[i].lat_n; s++)
+			all[k++] = w->ctx[i].lat[s];
+	qsort(all, total, sizeof(uint64_t), cmp_u64);
+	lj_obj_begin(j, key);
+	lj_u64(j, "samples", total);
+	if (total) {
+		lj_u64(j, "p50_ns", lab_percentile(all, total, 50));
+		lj_u64(j, "p90_ns", lab_percentile(all, total, 90));
+		lj_u64(j, "p99_ns", lab_percentile(all, total, 99));
+		lj_u64(j, "p999_ns", lab_percentile(all, total, 99.9));
+		lj_u64(j, "max_ns", all[total - 1]);
+		lj_arr_begin(j, "cdf");
+		/* ~100 evenly spaced points plus the tail, deduplicated by index */
+		size_t last = (size_t)-1;
+		static const double tail[] = { 0.99, 0.995, 0.999, 0.9999, 1.0 };
+		for (int p = 0; p <= 104; p++) {
+			double f = p < 100 ? p / 100.0 : tail[p - 100];
+			size_t idx = (size_t)(f * (double)(total - 1) + 0.5);
+			if (idx == last)
+				continue;
+			last = idx;
+			lj_arr_begin(j, NULL);
+			lj_u64(j, NULL, all[idx]);
+			lj_dbl(j, NULL, (double)(idx + 1) / (double)total);
+			lj_arr_end(j);
+		}
+		lj_arr_end(j);
+	}
+	lj_obj_end(j);
+	free(all);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Machine description                                                                               */
+
+static bool read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	bool ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = 0;
+	return ok;
+}
+
+static void cpuinfo_field(const char *field, char *out, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+	size_t n = strlen(field);
+
+	out[0] = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, field, n) == 0 && (line[n] == ' ' || line[n] == '\t' || line[n] == ':')) {
+			char *v = strchr(line, ':');
+			if (v) {
+				v++;
+				while (*v == ' ' || *v == '\t')
+					v++;
+				v[strcspn(v, "\n")] = 0;
+				snprintf(out, len, "%s", v);
+			}
+			break;
+		}
+	}
+	fclose(f);
+}
+
+void lab_emit_machine(struct lab_json *j)
+{
+	char buf[512], flags[4096];
+	struct utsname u;
+
+	lj_obj_begin(j, "machine");
+	cpuinfo_field("model name", buf, sizeof(buf));
+	if (!buf[0])
+		cpuinfo_field("CPU part", buf, sizeof(buf));
+	lj_str(j, "cpu_model", buf[0] ? buf : "unknown");
+	lj_i64(j, "online_cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	if (read_line("/sys/devices/system/cpu/smt/control", buf, sizeof(buf)))
+		lj_str(j, "smt", buf);
+	else
+		lj_null(j, "smt");
+	lj_str(j, "kernel", uname(&u) == 0 ? u.release : "unknown");
+	lj_str(j, "arch", uname(&u) == 0 ? u.machine : "unknown");
+	if (read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", buf, sizeof(buf)))
+		lj_str(j, "governor", buf);
+	else
+		lj_null(j, "governor");
+	cpuinfo_field("flags", flags, sizeof(flags));
+	lj_bool(j, "hypervisor", strstr(flags, " hypervisor") != NULL);
+	lj_str(j, "relax", LK_RELAX_NAME);
+	lj_dbl(j, "pause_ns", lab_pause_ns());
+	lj_obj_end(j);
+}
