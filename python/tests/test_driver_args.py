@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: MIT
+"""locklab-bench's argument handling and the mutex workload's output, through the real binary.
+
+Bad input must give exit status 2 and exactly one line on stderr that names the offending argument
+(never a crash, a hang or a half-written JSON object on stdout). A valid short run must print exactly
+one JSON line of schema locklab-run/1 carrying every field the mutex workload promises.
+
+The binary is $LOCKLAB_BENCH (ctest sets it), else build/locklab-bench; the tests skip without it.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = Path(os.environ.get("LOCKLAB_BENCH") or ROOT / "build" / "locklab-bench")
+
+pytestmark = pytest.mark.skipif(not BENCH.is_file() or not os.access(BENCH, os.X_OK),
+                                reason=f"{BENCH} not built")
+
+# Shortest runs the ranges allow, so the whole file takes a few seconds.
+SHORT = ["--duration", "0.05", "--warmup", "0.01"]
+
+
+def bench(*args, timeout=60):
+    return subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def available_locks(family):
+    p = bench("list", "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    return [a["name"] for a in doc["algorithms"]
+            if a["family"] == family and a["available"] and a["opstype"] == "lock"]
+
+
+@pytest.mark.parametrize("args, names", [
+    (["mutex", "--lock", "futex3", "--threads", "0"], "--threads"),
+    (["mutex", "--lock", "futex3", "--threads", "-1"], "--threads"),
+    (["mutex", "--lock", "futex3", "--threads", "4097"], "--threads"),
+    (["mutex", "--lock", "futex3", "--threads", "two"], "--threads"),
+    (["mutex", "--lock", "futex3", "--load", "-5"], "--load"),
+    (["mutex", "--lock", "futex3", "--lines", "1025"], "--lines"),
+    (["mutex", "--lock", "futex3", "--parallel", "-1"], "--parallel"),
+    (["mutex", "--lock", "futex3", "--duration", "-1"], "--duration"),
+    (["mutex", "--lock", "futex3", "--duration", "nan"], "--duration"),
+    (["mutex", "--lock", "futex3", "--duration", "0"], "--duration"),
+    (["mutex", "--lock", "futex3", "--warmup", "-0.5"], "--warmup"),
+    (["mutex", "--lock", "futex3", "--lat-every", "0"], "--lat-every"),
+    (["mutex", "--lock", "no_such_lock"], "--lock"),
+    (["mutex", "--lock", "futex3", "--threads"], "--threads"),
+    (["mutex", "--lock", "futex3", "--bogus", "1"], "--bogus"),
+    (["mutex", "--lock", "futex3", "threads", "2"], "threads"),
+    (["spinlock", "--lock", "futex3"], "--lock"),  # a mutex is not a spinlock
+    (["no-such-workload", "--threads", "2"], "no-such-workload"),
+])
+def test_bad_input_exits_2_with_one_line(args, names):
+    p = bench(*args)
+    assert p.returncode == 2, (args, p.returncode, p.stderr)
+    assert p.stdout == "", "nothing may reach stdout on bad input"
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert names in lines[0], lines[0]
+    assert lines[0].startswith("locklab-bench: "), lines[0]
+
+
+def test_describe_lists_both_workloads_and_their_params():
+    p = bench("describe")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    wls = {w["name"]: w for w in doc["workloads"]}
+    want = {"lock", "threads", "load", "lines", "parallel", "duration", "warmup", "lat-every"}
+    for name, families in (("mutex", "mutex,spinlock"), ("spinlock", "spinlock")):
+        assert name in wls
+        params = {q["name"]: q for q in wls[name]["params"]}
+        assert set(params) == want
+        assert params["lock"]["type"] == "alg" and params["lock"]["choices"] == families
+        assert params["threads"]["min"] == 1 and params["threads"]["max"] == 4096
+        assert {k for k, q in params.items() if q["axis"]} == {"threads", "load", "lines", "parallel"}
+        assert wls[name]["metric"] == "ops_per_sec" and wls[name]["higher_is_better"]
+
+
+def run_ok(*args):
+    p = bench(*args)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert len(out) == 1, "one JSON line"
+    return json.loads(out[0])
+
+
+def test_valid_short_run_has_every_field():
+    doc = run_ok("mutex", "--lock", "futex3", "--threads", "2", "--load", "5", "--lines", "2",
+                 "--parallel=3", "--lat-every", "4", *SHORT)
+    assert doc["schema"] == "locklab-run/1"
+    assert doc["workload"] == "mutex" and doc["lock"] == "futex3"
+    assert doc["params"]["threads"] == 2 and doc["params"]["parallel"] == 3
+    r = doc["result"]
+    assert r["ops_per_sec"] > 0 and r["total_ops"] > 0
+    assert len(r["thread_ops"]) == 2 and sum(r["thread_ops"]) == r["total_ops"]
+    assert 0.5 <= r["fairness_jain"] <= 1.0  # Jain's index lies in [1/n, 1]
+    assert r["min_share"] <= 1.0 <= r["max_share"]
+    for k in ("cpu_ns_per_op", "cpu_user_s", "cpu_sys_s", "elapsed_s"):
+        assert r[k] >= 0, k
+    assert r["nvcsw"] >= 0 and r["nivcsw"] >= 0
+    lat = r["latency"]
+    assert lat["samples"] > 0
+    assert 0 < lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"]
+    assert r["pause_ns"] > 0 and r["cs_ns"] > 0 and r["uncontended_pair_ns"] > 0
+    assert r["serial_limit_ops_per_sec"] == pytest.approx(1e9 / (r["cs_ns"] + r["uncontended_pair_ns"]))
+    assert r["serial_fraction"] == pytest.approx(r["ops_per_sec"] / r["serial_limit_ops_per_sec"])
+    assert r["exclusion_ok"] is True
+    # the counter covers warm-up and the tail after the window, so it bounds the window's count
+    assert r["exclusion_counter"] == r["exclusion_expected"] >= r["total_ops"]
+
+
+@pytest.mark.parametrize("lock", ["glibc_normal", "glibc_adaptive", "glibc_pi", "futex3"])
+def test_each_baseline_runs_and_excludes(lock):
+    if lock not in available_locks("mutex"):
+        pytest.skip(f"{lock} not in this build's registry")
+    doc = run_ok("mutex", "--lock", lock, "--threads", "3", "--load", "2", *SHORT)
+    assert doc["lock"] == lock
+    assert doc["result"]["exclusion_ok"] is True
+    assert len(doc["result"]["thread_ops"]) == 3
+
+
+def test_spinlock_workload_runs_a_spinlock():
+    spins = available_locks("spinlock")
+    if not spins:
+        pytest.skip("no spinlock in this build's registry")
+    doc = run_ok("spinlock", "--lock", spins[0], "--threads", "2", *SHORT)
+    assert doc["workload"] == "spinlock" and doc["result"]["exclusion_ok"] is True
+
+
+def test_lat_every_is_honoured():
+    # one sample per 1e9 acquisitions: a 50 ms run takes none, and the summary says so
+    doc = run_ok("mutex", "--lock", "futex3", "--lat-every", "1000000000", *SHORT)
+    lat = doc["result"]["latency"]
+    assert lat["samples"] == 0 and "p50_ns" not in lat
+    doc = run_ok("mutex", "--lock", "futex3", "--lat-every", "1", *SHORT)
+    assert doc["result"]["latency"]["samples"] > 0
