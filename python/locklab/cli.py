@@ -1,0 +1,301 @@
+"""The `locklab` command.
+
+    locklab list [--json]                       the driver's registry, with availability
+    locklab describe                            the driver's workloads and their parameters
+    locklab bench WORKLOAD [--lock a,b] [--<param> v1,v2] --repeat R --out F [--baseline NAME]
+                 [--shuffle/--no-shuffle] [--seed N]
+    locklab demo [--out DIR] [--quick]          the seed-004 threads x load matrix, summary and report
+    locklab compare A.json B.json [--lock NAME] [--format changelog|markdown|csv|json]
+    locklab report FILES... -o DIR              (python/locklab/report.py, when installed)
+
+The options of `bench WORKLOAD` are generated from `locklab-bench describe`: one per described parameter,
+validated against its type and range before anything runs.  Exit status: 0 ok, 1 the driver failed,
+2 bad input (one line: "locklab: --threads: expected an integer in [1, 4096], got '0'").
+"""
+
+import argparse
+import datetime as _dt
+import os
+import sys
+
+from . import runner
+from .driver import Driver
+from .errors import DriverError, LocklabError, UsageError
+
+# The CLI's own bench options; a workload parameter with one of these names is offered as --param-NAME.
+RESERVED = {"repeat", "out", "baseline", "shuffle", "no-shuffle", "seed", "locks", "help",
+            "no-progress"}
+DEFAULT_REPEAT = 5
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line "locklab: ..." with exit 2 (via UsageError)."""
+
+    def error(self, message):
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        raise UsageError(message)
+
+
+def _top_parser():
+    p = _Parser(prog="locklab", description="The locklab contention lab. The C driver "
+                "(locklab-bench) measures; this front end runs it, computes statistics and reports.")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    pl = sub.add_parser("list", help="the algorithm registry with availability")
+    pl.add_argument("--json", action="store_true", help="print the driver's JSON as is")
+    sub.add_parser("describe", help="the workloads and their parameters")
+    pb = sub.add_parser("bench", add_help=False,
+                        help="run a workload over locks x params x repeats (see bench WORKLOAD --help)")
+    pb.add_argument("workload", nargs="?")
+    pb.add_argument("rest", nargs=argparse.REMAINDER)
+    pd = sub.add_parser("demo", help="the seed-004 mutex matrix (~3 minutes on 2 cores)")
+    pd.add_argument("--out", metavar="DIR", help="output directory (default results/demo-<time>)")
+    pd.add_argument("--quick", action="store_true", help="a tiny version that takes seconds")
+    pd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pc = sub.add_parser("compare", help="baseline A.json vs candidate B.json, changelog style")
+    pc.add_argument("a", metavar="A.json", help="baseline results file")
+    pc.add_argument("b", metavar="B.json", help="candidate results file")
+    pc.add_argument("--lock", help="compare only this lock")
+    pc.add_argument("--format", choices=["changelog", "markdown", "csv", "json"],
+                    default="changelog")
+    pr = sub.add_parser("report", help="HTML/plots report from results files")
+    try:
+        from . import report as _report
+        _report.add_arguments(pr)
+        pr.set_defaults(_report_run=_report.run)
+    except (ImportError, AttributeError) as e:
+        pr.add_argument("files", nargs="*")
+        pr.add_argument("-o", "--out", dest="out")
+        pr.set_defaults(_report_run=None, _report_err=str(e))
+    return p
+
+
+# ------------------------------------------------------------------------------------------------
+# bench
+
+def _opt(name):
+    return f"--param-{name}" if name in RESERVED else f"--{name}"
+
+
+def _param_help(param, algorithms):
+    bits = [param.help]
+    if param.type in ("uint", "double"):
+        bits.append(f"{'integer' if param.type == 'uint' else 'number'} in "
+                    f"[{runner._fmt_bound(param.min)}, {runner._fmt_bound(param.max)}]")
+    elif param.type == "alg":
+        names = [a["name"] for a in runner.algs_for(param, algorithms) if a.get("available", True)]
+        bits.append(f"one of: {', '.join(names)}")
+    elif param.choices:
+        bits.append(f"one of: {', '.join(param.choices)}")
+    if param.default is not None:
+        bits.append(f"default {param.default}")
+    if param.axis or param.name == "lock":
+        bits.append("comma list sweeps")
+    return "; ".join(b for b in bits if b)
+
+
+def bench_parser(wl, algorithms):
+    p = _Parser(prog=f"locklab bench {wl.name}", description=wl.help,
+                epilog=f"metric: {wl.metric} ({'higher' if wl.higher_is_better else 'lower'} is "
+                "better). Each (cell, lock, repeat) is one locklab-bench process; repeats are the "
+                "outer loop and the lock order is shuffled per cell.")
+    lp = wl.lock_param
+    if lp is not None:
+        p.add_argument("--lock", "--locks", dest="p_lock", metavar="A,B",
+                       help=_param_help(lp, algorithms))
+    for prm in wl.params:
+        if prm.name == "lock":
+            continue
+        p.add_argument(_opt(prm.name), dest=f"p_{prm.name}",
+                       metavar="V1,V2" if prm.axis else "V", help=_param_help(prm, algorithms))
+    p.add_argument("--repeat", default=str(DEFAULT_REPEAT),
+                   help=f"driver runs per (cell, lock) (default {DEFAULT_REPEAT}; >= 4 is needed "
+                   "for Mann-Whitney p < 0.05)")
+    p.add_argument("--out", help="results file (default results/WORKLOAD-<time>.json)")
+    p.add_argument("--baseline", help="lock the others are compared with (default: the first)")
+    p.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True,
+                   help="randomise the lock order within each cell and repeat (default on)")
+    p.add_argument("--seed", default="0", help="seed of the lock-order shuffle (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def build_plan(wl, algorithms, ns):
+    """Validate the parsed bench options against the description; returns a runner.Plan."""
+    repeat = runner.parse_positive_int(ns.repeat, "--repeat")
+    seed = runner.parse_positive_int(ns.seed, "--seed", lo=0, hi=2**63 - 1)
+    locks = []
+    lp = wl.lock_param
+    if lp is not None:
+        text = ns.p_lock if ns.p_lock is not None else lp.default
+        if text is None:
+            raise UsageError("--lock: required (this workload has no default lock)")
+        locks = [runner.parse_value(lp, t, algorithms, "--lock")
+                 for t in runner.split_list(text, "--lock")]
+    axes, fixed = {}, {}
+    for prm in wl.params:
+        if prm.name == "lock":
+            continue
+        text = getattr(ns, f"p_{prm.name}")
+        if text is None:
+            if prm.required:
+                raise UsageError(f"{_opt(prm.name)}: required")
+            continue
+        opt = _opt(prm.name)
+        items = runner.split_list(text, opt)
+        if len(items) > 1 and not prm.axis:
+            raise UsageError(f"{opt}: expected one value (not a sweepable parameter), got '{text}'")
+        vals = [runner.parse_value(prm, t, algorithms, opt) for t in items]
+        if len(vals) > 1:
+            axes[prm.name] = vals
+        else:
+            fixed[prm.name] = vals[0]
+    return runner.Plan(wl, locks, axes, fixed, repeat, baseline=ns.baseline, shuffle=ns.shuffle,
+                       seed=seed)
+
+
+def run_plan(plan, driver, argv_for_command, out, progress=True):
+    """Execute a plan, print its tables, write the results file; returns the document."""
+    from . import tables
+    from .results import dump
+    runs = runner.execute(plan, driver, progress=progress)
+    doc = runner.assemble(plan, runs, runner.command_line(argv_for_command))
+    if out:
+        d = os.path.dirname(out)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        dump(doc, out)
+    tables.print_cells(doc)
+    return doc
+
+
+def _default_out(name):
+    ts = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return os.path.join("results", f"{name}-{ts}.json")
+
+
+def cmd_bench(ns, argv):
+    driver = Driver()
+    if ns.workload is None or ns.workload in ("-h", "--help"):
+        names = ", ".join(w.name for w in driver.workloads())
+        print("usage: locklab bench WORKLOAD [--lock A,B] [--PARAM V1,V2 ...] --repeat R --out F\n"
+              f"workloads (from locklab-bench describe): {names}\n"
+              "options: locklab bench WORKLOAD --help")
+        return 0 if ns.workload else 2
+    wl = driver.workload(ns.workload)
+    algorithms = driver.algorithms()
+    p = bench_parser(wl, algorithms)
+    bns = p.parse_args(ns.rest)
+    plan = build_plan(wl, algorithms, bns)
+    out = bns.out or _default_out(wl.name)
+    if os.path.isdir(out):
+        raise UsageError(f"--out: expected a file name, got the directory '{out}'")
+    run_plan(plan, driver, argv, out, progress=not bns.no_progress)
+    print(f"wrote {out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+
+def cmd_list(ns):
+    driver = Driver()
+    doc = driver.list_doc()
+    if ns.json:
+        import json
+        print(json.dumps(doc, indent=1))
+        return 0
+    from . import tables
+    tables.console().print(tables.list_table(doc))
+    return 0
+
+
+def cmd_describe(ns):
+    from rich.table import Table
+
+    from . import tables
+    driver = Driver()
+    algorithms = driver.algorithms()
+    con = tables.console()
+    for wl in driver.workloads():
+        t = Table(title=f"{wl.name}: {wl.help} [metric {wl.metric}, "
+                  f"{'higher' if wl.higher_is_better else 'lower'} is better]", title_justify="left")
+        for col in ("option", "type", "default", "sweep", "help"):
+            t.add_column(col)
+        for prm in wl.params:
+            t.add_row(_opt(prm.name), prm.type, str(prm.default), "yes" if
+                      (prm.axis or prm.name == "lock") else "", _param_help(prm, algorithms))
+        con.print(t)
+    return 0
+
+
+def cmd_compare(ns):
+    from . import compare
+    text = compare.run(ns.a, ns.b, ns.lock, ns.format)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_report(ns):
+    if ns._report_run is None:
+        raise UsageError("report support not installed (python/locklab/report.py could not be "
+                         f"loaded: {ns._report_err})")
+    rc = ns._report_run(ns)
+    return 0 if rc is None else int(rc)
+
+
+def cmd_demo(ns, argv):
+    from . import demo
+    return demo.run(Driver(), out_dir=ns.out, quick=ns.quick, progress=not ns.no_progress,
+                    argv=argv)
+
+
+def _main(argv):
+    if argv and argv[0] == "bench":
+        # bench WORKLOAD ...: everything after the workload goes to the parser generated from the
+        # workload's description (argparse cannot build options that depend on a positional)
+        ns = argparse.Namespace(cmd="bench", workload=argv[1] if len(argv) > 1 else None,
+                                rest=argv[2:])
+        if ns.workload is not None and ns.workload.startswith("-") and \
+                ns.workload not in ("-h", "--help"):
+            raise UsageError(f"bench: expected a workload name first, got '{ns.workload}'")
+    else:
+        ns = _top_parser().parse_args(argv)
+    if ns.cmd == "bench":
+        return cmd_bench(ns, argv)
+    if ns.cmd == "list":
+        return cmd_list(ns)
+    if ns.cmd == "describe":
+        return cmd_describe(ns)
+    if ns.cmd == "compare":
+        return cmd_compare(ns)
+    if ns.cmd == "report":
+        return cmd_report(ns)
+    if ns.cmd == "demo":
+        return cmd_demo(ns, argv)
+    raise UsageError(f"unknown command '{ns.cmd}'")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except DriverError as e:
+        sys.stdout.flush()
+        if e.stderr:
+            sys.stderr.write(e.stderr if e.stderr.endswith("\n") else e.stderr + "\n")
+        print(f"locklab: {e.message}", file=sys.stderr)
+        return e.status
+    except LocklabError as e:
+        sys.stdout.flush()
+        print(f"locklab: {e.message}", file=sys.stderr)
+        return e.status
+    except KeyboardInterrupt:
+        print("locklab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
