@@ -101,3 +101,12 @@ foreach(p ${_peers})
   endif()
 endforeach()
 message(STATUS "locklab peers:${_summary}")
+
+# ---- the peers' own test (the registry stress test covers them too) -----------------------------
+# add_test() here runs before CMakeLists.txt's enable_testing(); the test is still recorded, since
+# CTestTestfile.cmake is written at generate time for a directory with testing enabled.
+add_executable(test_peers ${CMAKE_SOURCE_DIR}/peers/tests/test_peers.c)
+target_include_directories(test_peers PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_link_libraries(test_peers PRIVATE locklab_lab)
+add_test(NAME test_peers COMMAND test_peers)
+set_tests_properties(test_peers PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
