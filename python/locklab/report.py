@@ -1,0 +1,1069 @@
+"""``locklab report``: a static HTML report, with matplotlib plots, from one or more results files.
+
+Input: results files written by ``locklab bench ... --out F`` (schema ``locklab-results/1``; see
+``results.py`` and the lead's format notes).  Output: a directory holding ``index.html`` and one PNG per
+figure next to it.  The page needs no network: CSS is inline, images are relative files.
+
+Per results file (one section each) the page shows, when the data is there:
+
+    throughput vs axis   x = threads (or the first swept axis; the retry limit for lockref), one panel
+                         per value of the other axes, one line per lock, point = median, bar = min..max
+    per-cell bars        one small panel per cell, one bar per lock, bar = median, whisker = ci95
+    latency CDF          the representative cell (most threads, then the largest other axis values):
+                         one curve per lock from its median-p99 repeat; CDF and tail (1-F), log x
+    fairness, CPU/op     fairness_jain and cpu_ns_per_op (cell secondary medians) vs the x axis
+    comparison table     ratio vs baseline with its CI, Mann-Whitney p, overlap, verdict, winner
+    lockref sweep        x = retry limit: ops/s median and mean CAS failures per success
+    futex-hash layouts   per layout and lock throughput, plus bytes per bucket when reported
+    machine, command     the machine description and, under every figure, the command that made it
+
+Robustness: a workload this module does not know gets the generic figures; a missing or ill-typed
+field skips the figure or the table cell that needs it, never the page.  Input that is not a results
+file (not JSON, truncated, another schema) raises ReportError, which the CLI prints as
+"locklab: FILE: <problem>" with exit status 2; run() does the same by itself.
+
+The module never times anything and knows no list of algorithms: lock names, axes and metrics all
+come from the files.  Matplotlib is used through its Agg canvas only (no pyplot, no display).
+"""
+
+import argparse
+import html
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+from .errors import UsageError
+
+SCHEMA_RESULTS = "locklab-results/1"
+SCHEMA_RUN = "locklab-run/1"
+
+# A page with hundreds of panels is unreadable and slow to draw: larger sweeps are cut and the cut
+# is said on the page.
+MAX_PANELS = 12
+MAX_CELL_PANELS = 36
+MAX_TABLE_ROWS = 400
+
+_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+            "#17becf", "#bcbd22", "#7f7f7f"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+
+
+class ReportError(UsageError):
+    """A results file cannot be read: message is "FILE: problem"; exit status 2."""
+
+    def __init__(self, path, problem):
+        super().__init__(f"{path}: {problem}", 2)
+        self.path = str(path)
+        self.problem = problem
+
+
+# ---------------------------------------------------------------------------------------------
+# loading and validation
+# ---------------------------------------------------------------------------------------------
+
+def load_results(path):
+    """Read and check one results file; returns the dict or raises ReportError."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ReportError(path, "no such file") from None
+    except IsADirectoryError:
+        raise ReportError(path, "is a directory, not a results file") from None
+    except OSError as e:
+        raise ReportError(path, f"cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ReportError(path, f"not JSON: not UTF-8 text (byte {e.start})") from None
+    if not text.strip():
+        raise ReportError(path, "empty file, not a results file")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        # The input ended inside the document: at its end, or inside a string (json reports an
+        # unterminated string at its opening quote).
+        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
+            raise ReportError(path, f"truncated JSON (input ends at line {e.lineno} "
+                                    f"column {e.colno}: {e.msg})") from None
+        raise ReportError(path, f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise ReportError(path, "not a results file: JSON nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise ReportError(path, f"not a results file: top level is a JSON {_json_kind(doc)}, "
+                                "expected an object")
+    schema = doc.get("schema")
+    if schema != SCHEMA_RESULTS:
+        if schema is None:
+            raise ReportError(path, f"not a results file: no \"schema\" field "
+                                    f"(expected \"{SCHEMA_RESULTS}\")")
+        if schema == SCHEMA_RUN:
+            raise ReportError(path, f"schema \"{SCHEMA_RUN}\" is a single run record, not a "
+                                    "results file; make one with `locklab bench ... --out FILE`")
+        raise ReportError(path, f"unsupported schema {json.dumps(schema)[:80]} "
+                                f"(this locklab reads \"{SCHEMA_RESULTS}\")")
+    if not isinstance(doc.get("workload"), str) or not doc["workload"]:
+        raise ReportError(path, "malformed results file: \"workload\" is missing or not a string")
+    for key, kind in (("cells", list), ("runs", list), ("locks", list), ("axes", dict),
+                      ("fixed", dict), ("machine", dict)):
+        if key in doc and doc[key] is not None and not isinstance(doc[key], kind):
+            raise ReportError(path, f"malformed results file: \"{key}\" is a JSON "
+                                    f"{_json_kind(doc[key])}, expected "
+                                    f"{'an array' if kind is list else 'an object'}")
+    return doc
+
+
+def _json_kind(v):
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool):
+        return "boolean"
+    if v is None:
+        return "null"
+    return "number"
+
+
+# ---------------------------------------------------------------------------------------------
+# tolerant accessors: anything ill-typed reads as "missing"
+# ---------------------------------------------------------------------------------------------
+
+def _num(v):
+    """A finite float, or None for anything else (bools, strings, NaN, missing)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _dict(v):
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v):
+    return v if isinstance(v, list) else []
+
+
+def _pair(v):
+    """[lo, hi] of two finite numbers, else None."""
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        lo, hi = _num(v[0]), _num(v[1])
+        if lo is not None and hi is not None:
+            return (min(lo, hi), max(lo, hi))
+    return None
+
+
+def _hashable(v):
+    """A key for a param value: numbers compare by value (1 == 1.0), other JSON by its text."""
+    n = _num(v)
+    if n is not None:
+        return ("n", n)
+    if isinstance(v, str):
+        return ("s", v)
+    return ("j", json.dumps(v, sort_keys=True))
+
+
+def _fmt_val(v):
+    n = _num(v)
+    if n is not None:
+        return str(int(n)) if n == int(n) and abs(n) < 1e15 else f"{n:g}"
+    if isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
+def _fmt_si(v, unit=""):
+    n = _num(v)
+    if n is None:
+        return "-"
+    a = abs(n)
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= scale:
+            return f"{n / scale:.3g}{prefix}{unit}"
+    return f"{n:.3g}{unit}"
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+# ---------------------------------------------------------------------------------------------
+# the model of one results file
+# ---------------------------------------------------------------------------------------------
+
+class Results:
+    """One results file, with its cells indexed by axis values and its runs by (cell, lock)."""
+
+    def __init__(self, path, doc):
+        self.path = str(path)
+        self.doc = doc
+        self.workload = doc["workload"]
+        self.command = doc.get("command") if isinstance(doc.get("command"), str) else None
+        self.metric = doc.get("metric") if isinstance(doc.get("metric"), str) else "ops_per_sec"
+        hib = doc.get("higher_is_better")
+        self.higher_is_better = hib if isinstance(hib, bool) else True
+        self.baseline = doc.get("baseline") if isinstance(doc.get("baseline"), str) else None
+        self.machine = _dict(doc.get("machine"))
+        self.cells = [c for c in _list(doc.get("cells"))
+                      if isinstance(c, dict) and isinstance(c.get("params", {}), dict)]
+        self.runs = [r for r in _list(doc.get("runs")) if isinstance(r, dict)]
+
+        # Locks: the declared order first, then any that only appear in cells or runs.
+        locks = [x for x in _list(doc.get("locks")) if isinstance(x, str)]
+        for c in self.cells:
+            for name in _dict(c.get("stats")):
+                if name not in locks:
+                    locks.append(name)
+        for r in self.runs:
+            name = self._run_lock(r)
+            if name is not None and name not in locks:
+                locks.append(name)
+        self.locks = locks
+
+        # Axes: declared order and values, then anything seen in cells; an axis with one value
+        # is kept (it labels cells) but is not swept.
+        axes = {}
+        for k, vs in _dict(doc.get("axes")).items():
+            if isinstance(vs, list):
+                axes[k] = [v for v in vs if isinstance(v, (int, float, str)) and
+                           not isinstance(v, bool)]
+        for c in self.cells:
+            for k, v in _dict(c.get("params")).items():
+                lst = axes.setdefault(k, [])
+                if _hashable(v) not in {_hashable(x) for x in lst}:
+                    lst.append(v)
+        self.axes = {k: vs for k, vs in axes.items() if vs}
+
+    @staticmethod
+    def _run_lock(run):
+        if isinstance(run.get("lock"), str):
+            return run["lock"]
+        lk = _dict(run.get("params")).get("lock")
+        return lk if isinstance(lk, str) else None
+
+    # -- cells ---------------------------------------------------------------------------------
+
+    def cell_params(self, cell):
+        return _dict(cell.get("params"))
+
+    def stat(self, cell, lock):
+        return _dict(_dict(cell.get("stats")).get(lock))
+
+    def cell_label(self, cell, sep=", ", skip=()):
+        p = self.cell_params(cell)
+        parts = [f"{k}={_fmt_val(v)}" for k, v in p.items() if k not in skip]
+        return sep.join(parts) if parts else "(single cell)"
+
+    def find_cell(self, params):
+        want = {k: _hashable(v) for k, v in params.items()}
+        for c in self.cells:
+            p = self.cell_params(c)
+            if all(k in p and _hashable(p[k]) == hv for k, hv in want.items()):
+                return c
+        return None
+
+    def runs_for(self, cell, lock):
+        """Runs of `lock` whose params match every axis value of `cell`."""
+        p = {k: _hashable(v) for k, v in self.cell_params(cell).items()}
+        out = []
+        for r in self.runs:
+            if self._run_lock(r) != lock:
+                continue
+            rp = _dict(r.get("params"))
+            if all(k in rp and _hashable(rp[k]) == hv for k, hv in p.items()):
+                out.append(r)
+        return out
+
+    def secondary(self, cell, lock, key):
+        """Median of result[key] over the cell's runs: the cell's `secondary` if present, else
+        computed from the runs."""
+        v = _num(_dict(self.stat(cell, lock).get("secondary")).get(key))
+        if v is not None:
+            return v
+        return _median([_num(_dict(r.get("result")).get(key)) for r in self.runs_for(cell, lock)])
+
+    def run_mean(self, cell, lock, key):
+        return _mean([_num(_dict(r.get("result")).get(key)) for r in self.runs_for(cell, lock)])
+
+    # -- axes ----------------------------------------------------------------------------------
+
+    def swept(self):
+        return [k for k, vs in self.axes.items() if len(vs) > 1]
+
+    def pick_x(self, prefer=("threads",)):
+        """The axis for the x of line plots: a preferred name if swept, else the first swept axis
+        (numeric axes first), else None."""
+        swept = self.swept()
+        for name in prefer:
+            for k in swept:
+                if k == name or (name.startswith("~") and name[1:] in k.lower()):
+                    return k
+        numeric = [k for k in swept if all(_num(v) is not None for v in self.axes[k])]
+        if numeric:
+            return numeric[0]
+        return swept[0] if swept else None
+
+    def sorted_values(self, axis):
+        vs = list(self.axes.get(axis, []))
+        if vs and all(_num(v) is not None for v in vs):
+            return sorted(vs, key=_num)
+        return vs
+
+    def panels(self, x_axis, exclude=()):
+        """Combinations of the swept axes other than x (each a dict), in axis order; [{}] when
+        there are none.  Returns (combos, total_before_cut)."""
+        others = [k for k in self.swept() if k != x_axis and k not in exclude]
+        combos = [{}]
+        for k in others:
+            combos = [dict(c, **{k: v}) for c in combos for v in self.sorted_values(k)]
+        # keep only combinations that some cell has
+        real = [c for c in combos if not c or any(self._matches(cell, c) for cell in self.cells)]
+        return real[:MAX_PANELS], len(real)
+
+    def _matches(self, cell, combo):
+        p = self.cell_params(cell)
+        return all(k in p and _hashable(p[k]) == _hashable(v) for k, v in combo.items())
+
+    def cells_in(self, combo):
+        return [c for c in self.cells if self._matches(c, combo)]
+
+    def lock_style(self, lock):
+        i = self.locks.index(lock) if lock in self.locks else len(self.locks)
+        return dict(color=_PALETTE[i % len(_PALETTE)], marker=_MARKERS[i % len(_MARKERS)],
+                    linestyle="--" if lock == self.baseline else "-")
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+# ---------------------------------------------------------------------------------------------
+
+class Figures:
+    """Writes PNGs into out_dir and remembers them for the page."""
+
+    def __init__(self, out_dir, strict=False):
+        self.out_dir = Path(out_dir)
+        self.count = 0
+        self.strict = strict
+
+    def new(self, ncols, nrows, w=4.6, h=3.4, squeeze=False):
+        from matplotlib.figure import Figure
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = Figure(figsize=(max(6.0, w * ncols), h * nrows), dpi=100,
+                     layout="constrained")
+        FigureCanvasAgg(fig)
+        axs = fig.subplots(nrows, ncols, squeeze=False)
+        return fig, axs
+
+    def save(self, fig, slug):
+        self.count += 1
+        name = f"fig{self.count:03d}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', slug)[:60]}.png"
+        fig.savefig(self.out_dir / name, format="png")
+        return name
+
+
+def _grid(n, max_cols=3):
+    ncols = min(max_cols, max(1, n))
+    return ncols, (n + ncols - 1) // ncols
+
+
+def _hide_unused(axs, n):
+    flat = [a for row in axs for a in row]
+    for a in flat[n:]:
+        a.set_visible(False)
+    return flat[:n]
+
+
+def _eng_axis(ax, axis="y"):
+    from matplotlib.ticker import EngFormatter
+
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(EngFormatter(sep=""))
+
+
+def _categorical_x(ax, values, name):
+    ax.set_xticks(range(len(values)))
+    ax.set_xticklabels([_fmt_val(v) for v in values])
+    ax.set_xlabel(name)
+    ax.set_xlim(-0.4, len(values) - 0.6)
+
+
+def _legend(fig, axs_flat, ncol=None):
+    handles, labels = [], []
+    for a in axs_flat:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center",
+                   ncol=ncol or min(len(labels), 5), frameon=False)
+
+
+def _metric_label(res):
+    return f"{res.metric} ({'higher' if res.higher_is_better else 'lower'} is better)"
+
+
+def fig_metric_vs_axis(res, figs, x_axis, ylabel=None, title=None, slug="throughput"):
+    """One panel per combination of the other axes; one line per lock; median with min..max."""
+    xs = res.sorted_values(x_axis)
+    combos, total = res.panels(x_axis)
+    ncols, nrows = _grid(len(combos))
+    fig, axs = figs.new(ncols, nrows)
+    flat = _hide_unused(axs, len(combos))
+    drawn = False
+    for ax, combo in zip(flat, combos):
+        for lock in res.locks:
+            px, py, lo, hi = [], [], [], []
+            for i, xv in enumerate(xs):
+                cell = res.find_cell(dict(combo, **{x_axis: xv}))
+                if cell is None:
+                    continue
+                st = res.stat(cell, lock)
+                med = _num(st.get("median"))
+                if med is None:
+                    continue
+                mn, mx = _num(st.get("min")), _num(st.get("max"))
+                px.append(i)
+                py.append(med)
+                lo.append(med - mn if mn is not None and mn <= med else 0.0)
+                hi.append(mx - med if mx is not None and mx >= med else 0.0)
+            if px:
+                ax.errorbar(px, py, yerr=[lo, hi], label=lock, capsize=3, linewidth=1.6,
+                            markersize=5, **res.lock_style(lock))
+                drawn = True
+        _categorical_x(ax, xs, x_axis)
+        ax.set_ylabel(ylabel or res.metric)
+        _eng_axis(ax)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(", ".join(f"{k}={_fmt_val(v)}" for k, v in combo.items()) or res.workload,
+                     fontsize=10)
+    if not drawn:
+        return None, "no cell has a median for any lock"
+    fig.suptitle(title or f"{res.workload}: {_metric_label(res)} vs {x_axis} "
+                 "(median, bars = min..max)", fontsize=11)
+    _legend(fig, flat)
+    note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
+    return figs.save(fig, f"{res.workload}-{slug}-vs-{x_axis}"), note
+
+
+def fig_cell_bars(res, figs):
+    """One small panel per cell; one bar per lock: median, whisker = ci95 (min..max if no CI)."""
+    cells = res.cells[:MAX_CELL_PANELS]
+    cells = [c for c in cells if any(_num(res.stat(c, lk).get("median")) is not None
+                                     for lk in res.locks)]
+    if not cells:
+        return None, "no cell has a median for any lock"
+    ncols, nrows = _grid(len(cells), max_cols=5 if len(cells) > 12 else 4)
+    fig, axs = figs.new(ncols, nrows, w=3.3, h=2.6)
+    flat = _hide_unused(axs, len(cells))
+    for ax, cell in zip(flat, cells):
+        winner = cell.get("winner")
+        for i, lock in enumerate(res.locks):
+            st = res.stat(cell, lock)
+            med = _num(st.get("median"))
+            if med is None:
+                continue
+            ci = _pair(st.get("ci95"))
+            if ci is None:
+                mn, mx = _num(st.get("min")), _num(st.get("max"))
+                ci = (mn, mx) if mn is not None and mx is not None else (med, med)
+            err = [[max(0.0, med - ci[0])], [max(0.0, ci[1] - med)]]
+            style = res.lock_style(lock)
+            ax.bar(i, med, yerr=err, color=style["color"], capsize=3, label=lock,
+                   hatch="//" if lock == res.baseline else None,
+                   edgecolor="black" if lock == winner else style["color"],
+                   linewidth=1.8 if lock == winner else 0.5, alpha=0.85)
+        ax.set_xticks([])
+        ax.set_title(res.cell_label(cell, sep="  "), fontsize=9)
+        _eng_axis(ax)
+        ax.tick_params(labelsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"{res.workload}: {_metric_label(res)} per cell (median, whisker = 95% CI; "
+                 "hatched = baseline, black edge = winner)", fontsize=11)
+    _legend(fig, flat)
+    note = None
+    if len(res.cells) > MAX_CELL_PANELS:
+        note = f"showing the first {MAX_CELL_PANELS} of {len(res.cells)} cells"
+    return figs.save(fig, f"{res.workload}-cells"), note
+
+
+def _cdf_points(run):
+    lat = _dict(_dict(run.get("result")).get("latency"))
+    pts = []
+    for pt in _list(lat.get("cdf")):
+        if isinstance(pt, (list, tuple)) and len(pt) >= 2:
+            x, f = _num(pt[0]), _num(pt[1])
+            if x is not None and f is not None and x > 0 and 0 <= f <= 1:
+                pts.append((x, f))
+    pts.sort()
+    return pts
+
+
+def representative_cell(res):
+    """The cell with the most locks that have latency CDFs; ties go to the most threads, then the
+    largest values of the other axes in axis order."""
+    best, best_key = None, None
+    order = (["threads"] if "threads" in res.axes else []) + \
+            [k for k in res.axes if k != "threads"]
+    for cell in res.cells:
+        n = sum(1 for lk in res.locks if any(_cdf_points(r) for r in res.runs_for(cell, lk)))
+        if n == 0:
+            continue
+        p = res.cell_params(cell)
+        key = (n,) + tuple(_num(p.get(k)) if _num(p.get(k)) is not None else -math.inf
+                           for k in order)
+        if best_key is None or key > best_key:
+            best, best_key = cell, key
+    return best
+
+
+def fig_latency_cdf(res, figs):
+    cell = representative_cell(res)
+    if cell is None:
+        return None, "no run has a latency CDF (result.latency.cdf)", None
+    fig, axs = figs.new(2, 1, w=5.2, h=3.8)
+    ax_cdf, ax_tail = axs[0]
+    for lock in res.locks:
+        runs = [r for r in res.runs_for(cell, lock) if _cdf_points(r)]
+        if not runs:
+            continue
+        # The repeat whose p99 is the median of the repeats' p99: a typical run, not a mixture.
+        def p99(r):
+            v = _num(_dict(_dict(r.get("result")).get("latency")).get("p99_ns"))
+            return v if v is not None else _cdf_points(r)[-1][0]
+        runs.sort(key=p99)
+        run = runs[(len(runs) - 1) // 2]
+        pts = _cdf_points(run)
+        xs = [x for x, _ in pts]
+        fs = [f for _, f in pts]
+        style = res.lock_style(lock)
+        kw = dict(color=style["color"], linestyle=style["linestyle"], linewidth=1.6)
+        ax_cdf.step(xs, fs, where="post", label=lock, **kw)
+        tail = [(x, 1.0 - f) for x, f in pts if 1.0 - f > 0]
+        if tail:
+            ax_tail.step([x for x, _ in tail], [t for _, t in tail], where="post", label=lock,
+                         **kw)
+    ax_cdf.set_xscale("log")
+    ax_cdf.set_ylim(0, 1.02)
+    ax_cdf.set_xlabel("acquisition latency (ns, log)")
+    ax_cdf.set_ylabel("fraction of acquisitions <= x")
+    ax_cdf.axhline(0.5, color="grey", linewidth=0.6, linestyle=":")
+    ax_cdf.axhline(0.99, color="grey", linewidth=0.6, linestyle=":")
+    ax_cdf.set_title("CDF", fontsize=10)
+    ax_tail.set_xscale("log")
+    ax_tail.set_yscale("log")
+    ax_tail.set_xlabel("acquisition latency (ns, log)")
+    ax_tail.set_ylabel("fraction of acquisitions > x (log)")
+    ax_tail.set_title("tail (1 - CDF)", fontsize=10)
+    for a in (ax_cdf, ax_tail):
+        a.grid(True, which="both", alpha=0.25)
+    label = res.cell_label(cell)
+    fig.suptitle(f"{res.workload}: acquisition latency at {label} "
+                 "(per lock: the repeat with the median p99)", fontsize=11)
+    _legend(fig, [ax_cdf])
+    return figs.save(fig, f"{res.workload}-latency"), None, label
+
+
+def fig_fairness_cpu(res, figs, x_axis):
+    keys = [("fairness_jain", "Jain fairness (1 = fair)"), ("cpu_ns_per_op", "CPU ns per op")]
+    present = [(k, lab) for k, lab in keys
+               if any(res.secondary(c, lk, k) is not None for c in res.cells for lk in res.locks)]
+    if not present:
+        return None, "no fairness_jain or cpu_ns_per_op in the cells or runs"
+    xs = res.sorted_values(x_axis) if x_axis else [None]
+    combos, total = res.panels(x_axis) if x_axis else ([{}], 1)
+    combos = combos[:6]
+    fig, axs = figs.new(len(combos), len(present), w=3.6, h=2.9)
+    for col, combo in enumerate(combos):
+        for row, (key, ylabel) in enumerate(present):
+            ax = axs[row][col]
+            for lock in res.locks:
+                px, py = [], []
+                for i, xv in enumerate(xs):
+                    cell = res.find_cell(dict(combo, **({x_axis: xv} if x_axis else {})))
+                    if cell is None:
+                        continue
+                    v = res.secondary(cell, lock, key)
+                    if v is not None:
+                        px.append(i)
+                        py.append(v)
+                if px:
+                    ax.plot(px, py, label=lock, linewidth=1.5, markersize=4, **res.lock_style(lock))
+            if x_axis:
+                _categorical_x(ax, xs, x_axis)
+            else:
+                ax.set_xticks([])
+            if key == "fairness_jain":
+                ax.set_ylim(0, 1.05)
+            else:
+                _eng_axis(ax)
+                ax.set_ylim(bottom=0)
+            if col == 0:
+                ax.set_ylabel(ylabel, fontsize=9)
+            ax.grid(True, alpha=0.3)
+            ax.tick_params(labelsize=8)
+            if row == 0:
+                ax.set_title(", ".join(f"{k}={_fmt_val(v)}" for k, v in combo.items())
+                             or res.workload, fontsize=9)
+    fig.suptitle(f"{res.workload}: fairness and CPU cost per operation (cell medians)",
+                 fontsize=11)
+    _legend(fig, [a for row in axs for a in row])
+    note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
+    return figs.save(fig, f"{res.workload}-fairness-cpu"), note
+
+
+def _retry_axis(res):
+    for k in res.swept():
+        if "retr" in k.lower():
+            return k
+    for k in res.swept():
+        if "limit" in k.lower():
+            return k
+    return None
+
+
+def fig_lockref(res, figs):
+    """x = retry limit; ops/s (median) and CAS failures per success (mean over runs); one line per
+    lock and combination of the other axes."""
+    x_axis = _retry_axis(res)
+    if x_axis is None:
+        return None, "no retry-limit axis was swept (an axis whose name contains 'retr')"
+    xs = res.sorted_values(x_axis)
+    combos, total = res.panels(x_axis)
+    fig, axs = figs.new(2, 1, w=5.4, h=3.8)
+    ax_ops, ax_cas = axs[0]
+    linestyles = ["-", "--", ":", "-."]
+    drawn = False
+    for ci, combo in enumerate(combos):
+        for lock in res.locks:
+            style = res.lock_style(lock)
+            tag = ", ".join(f"{k}={_fmt_val(v)}" for k, v in combo.items())
+            label = f"{lock} {tag}".strip() if len(res.locks) > 1 else (tag or lock)
+            ops, cas = ([], []), ([], [])
+            for i, xv in enumerate(xs):
+                cell = res.find_cell(dict(combo, **{x_axis: xv}))
+                if cell is None:
+                    continue
+                med = _num(res.stat(cell, lock).get("median"))
+                if med is not None:
+                    ops[0].append(i)
+                    ops[1].append(med)
+                c = res.run_mean(cell, lock, "cas_failures_per_success")
+                if c is None:
+                    c = res.secondary(cell, lock, "cas_failures_per_success")
+                if c is not None:
+                    cas[0].append(i)
+                    cas[1].append(c)
+            color = _PALETTE[(ci + res.locks.index(lock) * len(combos)) % len(_PALETTE)] \
+                if len(combos) > 1 else style["color"]
+            kw = dict(color=color, marker=_MARKERS[ci % len(_MARKERS)],
+                      linestyle=linestyles[res.locks.index(lock) % len(linestyles)],
+                      linewidth=1.5, markersize=5)
+            if ops[0]:
+                ax_ops.plot(*ops, label=label, **kw)
+                drawn = True
+            if cas[0]:
+                ax_cas.plot(*cas, label=label, **kw)
+                drawn = True
+    if not drawn:
+        return None, "no ops/s median or cas_failures_per_success in the lockref cells"
+    for a in (ax_ops, ax_cas):
+        _categorical_x(a, xs, x_axis)
+        a.grid(True, alpha=0.3)
+    ax_ops.set_ylabel(res.metric)
+    _eng_axis(ax_ops)
+    ax_ops.set_ylim(bottom=0)
+    ax_ops.set_title(f"{res.metric} (median)", fontsize=10)
+    ax_cas.set_ylabel("CAS failures per success")
+    ax_cas.set_ylim(bottom=0)
+    ax_cas.set_title("CAS failures per success (mean of runs)", fontsize=10)
+    fig.suptitle(f"{res.workload}: retry-limit sweep", fontsize=11)
+    _legend(fig, [ax_ops, ax_cas], ncol=4)
+    note = f"showing {len(combos)} of {total} line groups" if total > len(combos) else None
+    return figs.save(fig, f"{res.workload}-retry-sweep"), note
+
+
+def _layout_axis(res):
+    for k in res.axes:
+        if "layout" in k.lower():
+            return k
+    return None
+
+
+def fig_futex_hash(res, figs):
+    """Bars per layout (x) and lock; one panel per combination of the other swept axes."""
+    layout = _layout_axis(res)
+    groups = res.sorted_values(layout) if layout else [None]
+    combos, total = res.panels(layout, exclude=(layout,)) if layout else res.panels(None)
+    ncols, nrows = _grid(len(combos))
+    fig, axs = figs.new(ncols, nrows, w=max(4.6, 1.0 * len(groups) * max(1, len(res.locks))),
+                        h=3.4)
+    flat = _hide_unused(axs, len(combos))
+    nl = max(1, len(res.locks))
+    width = 0.8 / nl
+    drawn = False
+    for ax, combo in zip(flat, combos):
+        for li, lock in enumerate(res.locks):
+            for gi, g in enumerate(groups):
+                cell = res.find_cell(dict(combo, **({layout: g} if layout else {})))
+                if cell is None:
+                    continue
+                st = res.stat(cell, lock)
+                med = _num(st.get("median"))
+                if med is None:
+                    continue
+                ci = _pair(st.get("ci95")) or (med, med)
+                ax.bar(gi - 0.4 + width * (li + 0.5), med, width=width,
+                       yerr=[[max(0.0, med - ci[0])], [max(0.0, ci[1] - med)]],
+                       color=res.lock_style(lock)["color"], capsize=2,
+                       label=lock, alpha=0.85)
+                drawn = True
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([_fmt_val(g) if g is not None else res.workload for g in groups],
+                           fontsize=8)
+        if layout:
+            ax.set_xlabel(layout)
+        ax.set_ylabel(res.metric)
+        _eng_axis(ax)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_title(", ".join(f"{k}={_fmt_val(v)}" for k, v in combo.items()) or res.workload,
+                     fontsize=10)
+    if not drawn:
+        return None, "no futex-hash cell has a median"
+    fig.suptitle(f"{res.workload}: {_metric_label(res)} per layout and lock "
+                 "(median, whisker = 95% CI)", fontsize=11)
+    _legend(fig, flat)
+    note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
+    return figs.save(fig, f"{res.workload}-layouts"), note
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+# ---------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0;
+  color:#1a1a1a;background:#fafafa;line-height:1.45}
+main{max-width:1200px;margin:0 auto;padding:1.2em 1.6em 3em}
+h1{font-size:1.6em;margin:.4em 0 .2em}
+h2{font-size:1.3em;margin:2em 0 .4em;padding-top:.6em;border-top:2px solid #ddd}
+h3{font-size:1.05em;margin:1.6em 0 .4em}
+figure{margin:1em 0 1.6em;background:#fff;border:1px solid #e2e2e2;border-radius:4px;padding:.6em}
+figure img{max-width:100%;height:auto;display:block;margin:0 auto}
+figcaption{font-size:.85em;color:#444;margin-top:.4em}
+pre,code{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.85em}
+pre{background:#f1f1f1;padding:.5em .7em;border-radius:3px;white-space:pre-wrap;
+  word-break:break-all;margin:.3em 0}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0;background:#fff}
+th,td{border:1px solid #ddd;padding:.25em .55em;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.faster td.verdict{color:#1a7f1a;font-weight:600}
+tr.slower td.verdict{color:#b32020;font-weight:600}
+tr.tied td.verdict{color:#666}
+.note{color:#8a5a00;font-size:.85em}
+.meta{color:#555;font-size:.9em}
+nav ul{margin:.3em 0;padding-left:1.4em}
+.scroll{overflow-x:auto}
+"""
+
+
+def _e(s):
+    return html.escape(str(s), quote=True)
+
+
+def _machine_table(machine):
+    if not machine:
+        return "<p class=note>No machine description in this file.</p>"
+    rows = []
+    for k, v in machine.items():
+        if isinstance(v, float):
+            v = f"{v:g}"
+        elif v is None:
+            v = "-"
+        elif not isinstance(v, (str, int)):
+            v = json.dumps(v)
+        rows.append(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>")
+    return "<table class=machine>" + "".join(rows) + "</table>"
+
+
+def _figure_html(name, alt, caption, command):
+    cmd = (f"<pre><code>{_e(command)}</code></pre>" if command
+           else "<p class=note>This results file records no command.</p>")
+    return (f"<figure><img src=\"{_e(name)}\" alt=\"{_e(alt)}\">"
+            f"<figcaption>{_e(caption)}<br>Reproduce with:{cmd}</figcaption></figure>")
+
+
+def _comparison_table(res):
+    head = ("<tr><th>cell</th><th>lock</th><th>baseline</th><th>n</th><th>median</th>"
+            "<th>baseline median</th><th>ratio</th><th>ratio 95% CI</th><th>Mann-Whitney p</th>"
+            "<th>CIs overlap</th><th>verdict</th><th>winner</th></tr>")
+    rows = []
+    for cell in res.cells:
+        comps = [c for c in _list(cell.get("comparisons")) if isinstance(c, dict)]
+        winner = cell.get("winner") if isinstance(cell.get("winner"), str) else "-"
+        tied = [t for t in _list(cell.get("winner_tied_with")) if isinstance(t, str)]
+        wtxt = winner + (f" (tied with {', '.join(tied)})" if tied else "")
+        if not comps:
+            comps = [{}]
+        for comp in comps:
+            lock = comp.get("lock") if isinstance(comp.get("lock"), str) else "-"
+            base = comp.get("baseline") if isinstance(comp.get("baseline"), str) else \
+                (res.baseline or "-")
+            st, bst = res.stat(cell, lock), res.stat(cell, base)
+            ratio = _num(comp.get("ratio"))
+            ci = _pair(comp.get("ratio_ci95"))
+            p = _num(comp.get("mannwhitney_p"))
+            ov = comp.get("overlap")
+            verdict = comp.get("verdict") if isinstance(comp.get("verdict"), str) else "-"
+            cls = verdict if verdict in ("faster", "slower", "tied") else ""
+            n = st.get("n") if isinstance(st.get("n"), int) else "-"
+            rows.append(
+                f"<tr class=\"{_e(cls)}\"><td>{_e(res.cell_label(cell))}</td><td>{_e(lock)}</td>"
+                f"<td>{_e(base)}</td><td class=num>{_e(n)}</td>"
+                f"<td class=num>{_e(_fmt_si(st.get('median')))}</td>"
+                f"<td class=num>{_e(_fmt_si(bst.get('median')))}</td>"
+                f"<td class=num>{'-' if ratio is None else f'{ratio:.3f}'}</td>"
+                f"<td class=num>{'-' if ci is None else f'{ci[0]:.3f} .. {ci[1]:.3f}'}</td>"
+                f"<td class=num>{'-' if p is None else f'{p:.3g}'}</td>"
+                f"<td>{'yes' if ov is True else 'no' if ov is False else '-'}</td>"
+                f"<td class=verdict>{_e(verdict)}</td><td>{_e(wtxt)}</td></tr>")
+    if not rows:
+        return "<p class=note>No cells in this file.</p>"
+    note = ""
+    if len(rows) > MAX_TABLE_ROWS:
+        note = f"<p class=note>showing the first {MAX_TABLE_ROWS} of {len(rows)} rows</p>"
+        rows = rows[:MAX_TABLE_ROWS]
+    return f"<div class=scroll><table class=comparisons>{head}{''.join(rows)}</table></div>{note}"
+
+
+def _bytes_table(res):
+    """futex-hash: bytes per bucket (median over runs) and throughput per layout/lock."""
+    layout = _layout_axis(res)
+    rows = []
+    seen = set()
+    for cell in res.cells:
+        for lock in res.locks:
+            bpb = _median([_num(_dict(r.get("result")).get("bytes_per_bucket"))
+                           for r in res.runs_for(cell, lock)])
+            if bpb is None:
+                bpb = _num(_dict(res.stat(cell, lock).get("secondary")).get("bytes_per_bucket"))
+            if bpb is None:
+                continue
+            lay = _fmt_val(res.cell_params(cell).get(layout)) if layout else "-"
+            key = (lay, lock)
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(f"<tr><td>{_e(lay)}</td><td>{_e(lock)}</td>"
+                        f"<td class=num>{_e(_fmt_val(bpb))}</td></tr>")
+    if not rows:
+        return ""
+    return ("<h3>Memory cost per bucket</h3><table class=bytes><tr><th>layout</th><th>lock</th>"
+            "<th>bytes per bucket</th></tr>" + "".join(rows) + "</table>")
+
+
+def _section(res, idx, figs, strict):
+    out = []
+    anchor = f"s{idx}"
+    title = f"{res.workload}"
+    out.append(f"<h2 id=\"{anchor}\">{_e(title)} <span class=meta>({_e(res.path)})</span></h2>")
+    created = res.doc.get("created")
+    meta = [f"metric <code>{_e(_metric_label(res))}</code>"]
+    if res.baseline:
+        meta.append(f"baseline <code>{_e(res.baseline)}</code>")
+    if res.locks:
+        meta.append("locks " + ", ".join(f"<code>{_e(x)}</code>" for x in res.locks))
+    if isinstance(created, str):
+        meta.append(f"created {_e(created)}")
+    out.append(f"<p class=meta>{'; '.join(meta)}</p>")
+    axes = "; ".join(f"{_e(k)} = {_e(', '.join(_fmt_val(v) for v in vs))}"
+                     for k, vs in res.axes.items())
+    fixed = _dict(res.doc.get("fixed"))
+    fixed_txt = ", ".join(f"{_e(k)}={_e(_fmt_val(v))}" for k, v in fixed.items())
+    out.append(f"<p class=meta>axes: {axes or 'none'}" +
+               (f"<br>fixed: {fixed_txt}" if fixed_txt else "") + "</p>")
+    if res.command:
+        out.append(f"<p class=meta>Command:</p><pre><code>{_e(res.command)}</code></pre>")
+    out.append("<h3>Machine</h3>" + _machine_table(res.machine))
+
+    notes = []
+
+    def attempt(what, fn, *a):
+        try:
+            return fn(*a)
+        except Exception as e:  # the page must survive data this module did not foresee
+            if strict:
+                raise
+            notes.append(f"{what}: not drawn ({type(e).__name__}: {e})")
+            return None
+
+    def emit(what, result, caption):
+        if result is None:
+            return
+        name, note = result[0], result[1]
+        if name is None:
+            notes.append(f"{what}: skipped, {note}")
+            return
+        if note:
+            caption += f" ({note})"
+        out.append(_figure_html(name, f"{res.workload}: {what}", caption, res.command))
+
+    wl = res.workload.lower()
+    is_lockref = wl == "lockref" or any(
+        "cas_failures_per_success" in _dict(r.get("result")) for r in res.runs)
+    is_futex_hash = wl == "futex-hash"
+    retry = _retry_axis(res) if is_lockref else None
+    x_axis = res.pick_x(("threads",) if not retry else (retry, "threads"))
+
+    out.append("<h3>Figures</h3>")
+    if is_lockref:
+        emit("retry-limit sweep", attempt("retry-limit sweep", fig_lockref, res, figs),
+             "Lockref retry-limit sweep: left, throughput median per retry limit; right, mean "
+             "CAS failures per successful update.")
+    if is_futex_hash:
+        emit("layouts", attempt("layouts", fig_futex_hash, res, figs),
+             "Throughput per futex-hash layout and lock.")
+    if x_axis is not None:
+        emit(f"{res.metric} vs {x_axis}",
+             attempt("throughput", fig_metric_vs_axis, res, figs, x_axis),
+             f"{res.metric} versus {x_axis}: one line per lock (dashed = baseline), point = "
+             "median of the repeats, bar = min..max.")
+    else:
+        notes.append("throughput vs axis: skipped, no axis other than the lock was swept")
+    emit("per-cell bars", attempt("per-cell bars", fig_cell_bars, res, figs),
+         "Per cell: one bar per lock, median with its bootstrap 95% CI.")
+    lat = attempt("latency CDF", fig_latency_cdf, res, figs)
+    if lat is not None:
+        emit("latency CDF", lat[:2],
+             f"Acquisition-latency distribution at the representative cell ({lat[2]}): the cell "
+             "with the most threads (then the largest other axis values) whose runs recorded "
+             "latency." if lat[0] else "")
+    emit("fairness and CPU per op", attempt("fairness/CPU", fig_fairness_cpu, res, figs, x_axis),
+         "Jain fairness index of per-thread operation counts (1 = every thread did the same "
+         "work) and CPU time (user + sys) per operation, per lock.")
+    out.append("<h3>Comparison per cell</h3>")
+    out.append(_comparison_table(res))
+    if is_futex_hash or any("bytes_per_bucket" in _dict(r.get("result")) for r in res.runs):
+        try:
+            out.append(_bytes_table(res))
+        except Exception as e:
+            if strict:
+                raise
+            notes.append(f"bytes per bucket: not shown ({type(e).__name__}: {e})")
+    if notes:
+        out.append("<h3>Not shown</h3><ul class=note>" +
+                   "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    return anchor, title, "\n".join(out)
+
+
+def write_report(paths, out_dir, strict=None):
+    """Write index.html and its PNGs into out_dir (created if needed); return index.html's path.
+
+    paths: results files (locklab-results/1).  Raises ReportError (exit 2) for a file that is not
+    one, or for an output directory that cannot be written; reads every file before drawing, so a
+    bad file leaves no half-written report.  strict (default: $LOCKLAB_REPORT_STRICT set) makes a
+    figure that fails to draw an exception instead of a note on the page; the tests use it.
+    """
+    if strict is None:
+        strict = bool(os.environ.get("LOCKLAB_REPORT_STRICT"))
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise UsageError("report: no results files given")
+    loaded = [Results(p, load_results(p)) for p in paths]
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ReportError(out_dir, f"cannot create the output directory: "
+                                   f"{e.strerror or e}") from None
+    if not os.access(out, os.W_OK):
+        raise ReportError(out_dir, "output directory is not writable")
+    for old in out.glob("fig[0-9][0-9][0-9]-*.png"):  # figures of an earlier report here
+        old.unlink()
+
+    figs = Figures(out, strict=strict)
+    sections = [_section(r, i, figs, strict) for i, r in enumerate(loaded)]
+
+    machines = []
+    for r in loaded:
+        if r.machine and r.machine not in machines:
+            machines.append(r.machine)
+    toc = "".join(f"<li><a href=\"#{a}\">{_e(t)}</a> <span class=meta>({_e(r.path)})</span></li>"
+                  for (a, t, _), r in zip(sections, loaded))
+    mach = ""
+    if len(machines) == 1:
+        mach = "<h3>Machine</h3>" + _machine_table(machines[0])
+    elif len(machines) > 1:
+        mach = (f"<p class=note>These files come from {len(machines)} different machines; "
+                "each section shows its own.</p>")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>locklab report</title>
+<style>{_CSS}</style></head>
+<body><main>
+<h1>locklab report</h1>
+<p class=meta>{len(loaded)} results file{'s' if len(loaded) != 1 else ''}, {figs.count} figures.
+Medians of repeated runs; error bars as stated under each figure. Every figure lists the command
+that reproduces it.</p>
+<nav><ul>{toc}</ul></nav>
+{mach}
+{''.join(s for _, _, s in sections)}
+</main></body></html>
+"""
+    index = out / "index.html"
+    tmp = out / ".index.html.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(index)
+    return str(index)
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI glue (cli.py calls these; `python -m locklab.report` works on its own too)
+# ---------------------------------------------------------------------------------------------
+
+def add_arguments(parser):
+    """Add the report options to the `report` subparser."""
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="results files (locklab-results/1) from `locklab bench --out`")
+    parser.add_argument("-o", "--out", metavar="DIR", default="report",
+                        help="output directory for index.html and its images (default: report)")
+
+
+def run(args):
+    """Run `locklab report`; returns the exit status (2 for unreadable input)."""
+    try:
+        index = write_report(args.files, args.out)
+    except UsageError as e:
+        print(f"locklab: {e.message}", file=sys.stderr)
+        return e.status
+    print(index)
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="locklab report",
+                                description="Write a static HTML report from results files.")
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
