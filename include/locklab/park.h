@@ -111,6 +111,13 @@ struct lk_park_stats {
 };
 void lk_park_get_stats(struct lk_park_stats *st);
 
+/*
+ * Grow the table now to at least `nbuckets` buckets (rounded up to a power of two), as
+ * PR_FUTEX_HASH_SET_SLOTS does for the kernel's private hash; the table still grows with the thread
+ * count afterwards and never shrinks. 0 or -EINVAL (nbuckets 0 or above 2^24).
+ */
+int lk_park_reserve(size_t nbuckets);
+
 #define LK_PARK_BUCKETS_PER_THREAD 3
 
 #ifdef __cplusplus

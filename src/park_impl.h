@@ -1,0 +1,986 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * src/park_impl.h - the parking lot, written once and instantiated per bucket layout.
+ *
+ * The includer defines, before including this file:
+ *	LKP_LAYOUT		LKP_LAYOUT_PACKED, LKP_LAYOUT_SPLIT or LKP_LAYOUT_LEAN
+ *	LKP_PUBLIC(name)	the external name of an API function (lk_##name, lab_park_lean_##name, ...)
+ *	LKP_PRIV(name)		a unique name for an internal symbol (every internal name below goes
+ *				through it, so several layouts can live in one translation unit)
+ * src/park.c instantiates the library's layout as lk_*; lab/adapters/park_layouts.c all three as
+ * lab_park_<layout>_*. Each instance has its own table, thread registry and fork handler.
+ *
+ * Data
+ * ----
+ *   table   (current one published through `cur`; never shrinks)
+ *     +--------------------------------------------------------------+
+ *     | nbuckets, shift, retired_next | bucket[0] | bucket[1] | ...  |  each bucket LKP_BUCKET_BYTES
+ *     +--------------------------------------------------------------+
+ *
+ *   bucket, three layouts (one 64-byte line = one box):
+ *     packed: [ lock | waiters | head | tail | table ]                    64 B
+ *     split:  [ lock | waiters ] [ head | tail | table ]                  128 B (seed-000 patch: the
+ *                                                                          queue and the back pointer
+ *                                                                          on their own line)
+ *     lean:   [ lock | waiters | head | tail ]                            64 B (no back pointer)
+ *
+ *   lock     bucket lock, 0 unlocked / 1 locked / 2 locked with sleepers (a futex word).
+ *   waiters  threads queued in the bucket (plus parkers between enqueue-intent and validate);
+ *            written only with the bucket lock held, read locklessly by unpark_all() and a
+ *            callback-less unpark_one() to skip an empty bucket (the kernel's waiters_pending()).
+ *   head/tail FIFO queue of parked threads (singly linked through thread_data.next); all the
+ *            addresses that hash to the bucket share it, FIFO order per address follows.
+ *   table    back pointer to the owning table, loaded before the bucket lock is taken, as the
+ *            kernel's futex_hash() loads hb->priv; `lean` uses the table pointer it already has.
+ *
+ *   thread_data (thread-local, one per thread per instance)
+ *     futex        1 while parked, 0 once unparked: the word the thread sleeps on (FUTEX_WAIT on its
+ *                  own word, so two sleepers never share a kernel hash chain through us)
+ *     key          the address the thread is parked on (changed by requeue under the bucket lock)
+ *     next         queue link, protected by the bucket lock of the bucket holding the thread
+ *     park_token, unpark_token, park_ns (monotonic enqueue time, for waited_ns)
+ *
+ * Invariants
+ *   I1  a parked thread is in exactly one queue: that of bucket hash(key) of the current table.
+ *   I2  thread.futex goes 1 -> 0 only under the lock of the bucket holding the thread, after the
+ *       thread is removed from its queue and its unpark_token is written.
+ *   I3  a bucket of a retired table is never modified again except that its lock is taken and
+ *       dropped by threads that loaded the old table pointer; they see `cur` changed and retry.
+ *   I4  tables only grow, at least doubling: the retired tables add up to less than the current
+ *       one, so retired_bytes < table_bytes at all times (see "Growth").
+ *
+ * Thread states
+ *
+ *            park(): lock bucket, waiters++, validate
+ *   running ------------------------------------------> queued (futex = 1), bucket unlocked,
+ *      ^                                                 before_sleep(), FUTEX_WAIT(futex, 1)
+ *      |  unpark*(): under bucket lock: dequeue,            |                      |
+ *      |  token, futex = 0 (release); then FUTEX_WAKE      |                      | deadline
+ *      +---------------------------------------------------+                      v
+ *      |                          timeout: lock bucket of key; futex still 1 -> dequeue,
+ *      +------------------------- timed_out(); else it was unparked meanwhile (UNPARKED)
+ *
+ * Growth (never waits for the table to go idle; the seed-000 pathology)
+ *   A thread using the lot for the first time registers (live++); if the table then has fewer than
+ *   LK_PARK_BUCKETS_PER_THREAD buckets per live thread, it grows it: lock every bucket of the
+ *   current table in index order, check the table is still current (another grower may have won),
+ *   move every queued thread to the new table (per-bucket queues are walked in order, so FIFO per
+ *   address holds), set each old bucket's waiters to a poison value (lockless readers of a stale
+ *   table then take the locked path and retry), push the old table on the retired list, publish
+ *   the new table (release), unlock the old buckets. Every step takes bucket locks that are held
+ *   for a few hundred nanoseconds at most, so growth completes however hard the buckets are hit:
+ *   there is no reference count that must drain to zero.
+ *   Old tables cannot be freed while a thread may still be spinning on one of their bucket locks,
+ *   and tracking that would put a shared counter back on the fast path (the hot line PeterZ found).
+ *   So they are kept, and bounded instead: the size at least doubles on each growth, so all the
+ *   retired tables together are smaller than the current one (I4); the worst case is under 2x the
+ *   current table. A child after fork() frees them (it is single-threaded then).
+ *
+ * Fork: the child inherits bucket locks possibly held by threads that do not exist in it and
+ *   queues of threads that do not exist; a pthread_atfork child handler resets every bucket of the
+ *   current table, frees the retired tables and sets the live count to the forking thread alone.
+ *
+ * Memory ordering summary
+ *   - bucket lock: acquire on lock, release on unlock (orders all queue and thread_data fields).
+ *   - cur: release store by the grower, acquire load by users; the re-check after locking a
+ *     bucket is ordered by the bucket lock itself (the grower publishes before unlocking).
+ *   - waiters: Dekker pair.  parker: waiters++; fence(seq_cst); validate() reads the primitive's
+ *     state.  waker: (caller changed the state); fence(seq_cst); reads waiters.  One of the two
+ *     fences comes first in the total order, so either the waker sees the parker or the parker's
+ *     validate() sees the new state (the kernel's futex_hb_waiters_inc()/pending() pairing).
+ *   - futex word: release store by the unparker, acquire load by the parker (publishes the token).
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <locklab/park.h>
+#include <locklab/relax.h>
+
+#include "futex.h"
+
+#ifndef LKP_LAYOUT_PACKED
+#define LKP_LAYOUT_PACKED 1
+#define LKP_LAYOUT_SPLIT 2
+#define LKP_LAYOUT_LEAN 3
+#endif
+
+#if !defined(LKP_LAYOUT) || !defined(LKP_PUBLIC) || !defined(LKP_PRIV)
+#error "define LKP_LAYOUT, LKP_PUBLIC and LKP_PRIV before including park_impl.h"
+#endif
+
+#ifndef LKP_LIKELY
+#define LKP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LKP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
+
+/* Internal names, made unique per instance (undone at the end of this file). */
+#define bucket			LKP_PRIV(bucket)
+#define table			LKP_PRIV(table)
+#define thread_data		LKP_PRIV(thread_data)
+#define wake_batch		LKP_PRIV(wake_batch)
+#define cur			LKP_PRIV(cur)
+#define live			LKP_PRIV(live)
+#define nresizes		LKP_PRIV(nresizes)
+#define retired			LKP_PRIV(retired)
+#define retired_total		LKP_PRIV(retired_total)
+#define tls_td			LKP_PRIV(tls_td)
+#define td_key			LKP_PRIV(td_key)
+#define once			LKP_PRIV(once)
+#define once_init		LKP_PRIV(once_init)
+#define thread_exit		LKP_PRIV(thread_exit)
+#define atfork_child		LKP_PRIV(atfork_child)
+#define bucket_lock		LKP_PRIV(bucket_lock)
+#define bucket_lock_slow	LKP_PRIV(bucket_lock_slow)
+#define bucket_unlock		LKP_PRIV(bucket_unlock)
+#define hash_addr		LKP_PRIV(hash_addr)
+#define table_alloc		LKP_PRIV(table_alloc)
+#define table_bytes_of		LKP_PRIV(table_bytes_of)
+#define get_table		LKP_PRIV(get_table)
+#define get_table_slow		LKP_PRIV(get_table_slow)
+#define grow			LKP_PRIV(grow)
+#define self			LKP_PRIV(self)
+#define self_register		LKP_PRIV(self_register)
+#define lock_bucket		LKP_PRIV(lock_bucket)
+#define lock_bucket_pair	LKP_PRIV(lock_bucket_pair)
+#define unlock_bucket_pair	LKP_PRIV(unlock_bucket_pair)
+#define lock_bucket_of_thread	LKP_PRIV(lock_bucket_of_thread)
+#define waiters_add		LKP_PRIV(waiters_add)
+#define queue_append		LKP_PRIV(queue_append)
+#define queue_has		LKP_PRIV(queue_has)
+#define now_ns			LKP_PRIV(now_ns)
+#define deadline_passed		LKP_PRIV(deadline_passed)
+#define bad_addr		LKP_PRIV(bad_addr)
+#define wake_add		LKP_PRIV(wake_add)
+#define wake_flush		LKP_PRIV(wake_flush)
+#define empty_fast		LKP_PRIV(empty_fast)
+
+#define LKP_POISON	0x40000000u	/* waiters value of a retired bucket: never 0 */
+#define LKP_SPIN	100		/* bucket-lock spins before sleeping: holds are short */
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Layout                                                                                            */
+
+struct thread_data;
+struct table;
+
+#if LKP_LAYOUT == LKP_LAYOUT_PACKED
+#define LKP_LAYOUT_NAME "packed"
+#define LKP_BACKPTR 1
+struct bucket {
+	_Atomic uint32_t lock;
+	_Atomic uint32_t waiters;
+	struct thread_data *head, *tail;
+	struct table *table;		/* set at allocation, never changed */
+} __attribute__((aligned(64)));
+#define BQ(b) (b)
+#elif LKP_LAYOUT == LKP_LAYOUT_SPLIT
+#define LKP_LAYOUT_NAME "split"
+#define LKP_BACKPTR 1
+struct bucket {
+	_Atomic uint32_t lock;
+	_Atomic uint32_t waiters;
+	struct {
+		struct thread_data *head, *tail;
+		struct table *table;	/* set at allocation, never changed */
+	} q __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+#define BQ(b) (&(b)->q)
+#elif LKP_LAYOUT == LKP_LAYOUT_LEAN
+#define LKP_LAYOUT_NAME "lean"
+#define LKP_BACKPTR 0
+struct bucket {
+	_Atomic uint32_t lock;
+	_Atomic uint32_t waiters;
+	struct thread_data *head, *tail;
+} __attribute__((aligned(64)));
+#define BQ(b) (b)
+#else
+#error "unknown LKP_LAYOUT"
+#endif
+
+struct table {
+	size_t nbuckets;
+	unsigned shift;			/* 64 - log2(nbuckets) */
+	struct table *retired_next;	/* link on the retired list */
+	struct bucket b[];
+};
+
+struct thread_data {
+	_Atomic uint32_t futex;		/* 1 parked, 0 unparked (I2) */
+	_Atomic uintptr_t key;		/* written under the bucket lock; the owner reads it unlocked */
+	struct thread_data *next;	/* queue link (bucket lock) */
+	lk_token_t park_token;		/* owner writes before enqueueing, under the bucket lock */
+	lk_token_t unpark_token;	/* unparker writes before futex = 0 (release) */
+	uint64_t park_ns;
+	bool registered;
+} __attribute__((aligned(64)));
+
+static struct table *_Atomic cur;
+static _Atomic size_t live;
+static _Atomic uint64_t nresizes;
+static struct table *_Atomic retired;
+static _Atomic size_t retired_total;
+static __thread struct thread_data tls_td;
+static pthread_key_t td_key;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Bucket lock: a three-state futex lock (Drepper's "mutex3"); holds are a few list operations.      */
+
+static __attribute__((noinline, cold)) void bucket_lock_slow(_Atomic uint32_t *l)
+{
+	for (int i = 0; i < LKP_SPIN; i++) {
+		uint32_t c = 0;
+
+		/* relaxed: only a hint whether trying the CAS is worth it */
+		if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
+		    /* acquire: pairs with the release exchange in bucket_unlock() */
+		    atomic_compare_exchange_weak_explicit(l, &c, 1, memory_order_acquire, memory_order_relaxed))
+			return;
+		lk_cpu_relax();
+	}
+	/* acquire: pairs with the release exchange in bucket_unlock(); 2 = "someone may sleep" */
+	while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
+		lk_futex_wait(l, 2, NULL, CLOCK_MONOTONIC);
+}
+
+static inline void bucket_lock(struct bucket *b)
+{
+	uint32_t c = 0;
+
+	/* acquire: pairs with the release exchange in bucket_unlock() */
+	if (LKP_UNLIKELY(!atomic_compare_exchange_strong_explicit(&b->lock, &c, 1, memory_order_acquire,
+								   memory_order_relaxed)))
+		bucket_lock_slow(&b->lock);
+}
+
+static inline void bucket_unlock(struct bucket *b)
+{
+	/* release: publishes the critical section to the next bucket_lock() (acquire) */
+	if (LKP_UNLIKELY(atomic_exchange_explicit(&b->lock, 0, memory_order_release) == 2))
+		lk_futex_wake(&b->lock, 1);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Table                                                                                             */
+
+static inline size_t hash_addr(const struct table *t, const void *addr)
+{
+	/* Fibonacci hashing: the top bits of addr * 2^64/phi spread nearby addresses */
+	return (size_t)(((uint64_t)(uintptr_t)addr * 0x9E3779B97F4A7C15ull) >> t->shift);
+}
+
+static inline size_t table_bytes_of(size_t n)
+{
+	return sizeof(struct table) + n * sizeof(struct bucket);
+}
+
+static struct table *table_alloc(size_t n)
+{
+	struct table *t;
+	unsigned lg = 0;
+
+	while (((size_t)1 << lg) < n)
+		lg++;
+	n = (size_t)1 << lg;
+	if (posix_memalign((void **)&t, 64, table_bytes_of(n)))
+		return NULL;
+	memset(t, 0, table_bytes_of(n));
+	t->nbuckets = n;
+	t->shift = 64 - lg;
+#if LKP_BACKPTR
+	for (size_t i = 0; i < n; i++)
+		BQ(&t->b[i])->table = t;
+#endif
+	return t;
+}
+
+static void atfork_child(void);
+static void thread_exit(void *arg);
+
+static void once_init(void)
+{
+	pthread_key_create(&td_key, thread_exit);
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static __attribute__((noinline)) struct table *get_table_slow(void);
+
+/* The current table, created on first use (with room for the threads registered so far). */
+static inline struct table *get_table(void)
+{
+	/* acquire: pairs with the release publication in get_table_slow()/grow(): bucket contents */
+	struct table *t = atomic_load_explicit(&cur, memory_order_acquire);
+
+	return LKP_LIKELY(t) ? t : get_table_slow();
+}
+
+static __attribute__((noinline)) struct table *get_table_slow(void)
+{
+	size_t n = atomic_load_explicit(&live, memory_order_relaxed);	/* relaxed: sizing hint */
+	struct table *t, *old = NULL;
+
+	pthread_once(&once, once_init);	/* the fork handler exists before any bucket can be held */
+	t = table_alloc(LK_PARK_BUCKETS_PER_THREAD * (n ? n : 1));
+
+	if (!t)
+		abort();	/* a few hundred bytes; nothing sensible to return from lk_park */
+	/* release: publishes the zeroed buckets; acquire on failure: pairs with the winner's release */
+	if (!atomic_compare_exchange_strong_explicit(&cur, &old, t, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(t);
+		return old;
+	}
+	/* relaxed: a statistic */
+	atomic_fetch_add_explicit(&nresizes, 1, memory_order_relaxed);
+	return t;
+}
+
+/* Grow until the current table has at least `want` buckets. Never waits for quiescence. */
+static void grow(size_t want)
+{
+	for (;;) {
+		struct table *t = get_table(), *nt;
+
+		if (t->nbuckets >= want)
+			return;
+		for (size_t i = 0; i < t->nbuckets; i++)
+			bucket_lock(&t->b[i]);
+		/* relaxed: the lock of b[0] (acquire) orders us after any grower that replaced t */
+		if (atomic_load_explicit(&cur, memory_order_relaxed) != t) {
+			for (size_t i = 0; i < t->nbuckets; i++)
+				bucket_unlock(&t->b[i]);
+			continue;
+		}
+		nt = table_alloc(want);
+		if (!nt) {	/* keep working with the old table: correct, only slower */
+			for (size_t i = 0; i < t->nbuckets; i++)
+				bucket_unlock(&t->b[i]);
+			return;
+		}
+		for (size_t i = 0; i < t->nbuckets; i++) {
+			struct bucket *ob = &t->b[i];
+			struct thread_data *td = BQ(ob)->head, *next;
+
+			for (; td; td = next) {
+				/* relaxed: key only changes under the bucket lock we hold */
+				const void *k = (const void *)atomic_load_explicit(&td->key, memory_order_relaxed);
+				struct bucket *nb = &nt->b[hash_addr(nt, k)];
+
+				next = td->next;
+				td->next = NULL;
+				if (BQ(nb)->tail)
+					BQ(nb)->tail->next = td;
+				else
+					BQ(nb)->head = td;
+				BQ(nb)->tail = td;
+				/* relaxed: nt is unpublished; the release store of cur publishes it */
+				atomic_store_explicit(&nb->waiters,
+						      atomic_load_explicit(&nb->waiters, memory_order_relaxed) + 1,
+						      memory_order_relaxed);
+			}
+			BQ(ob)->head = BQ(ob)->tail = NULL;
+			/* relaxed: lockless readers of the stale table only need to see "not empty"
+			 * eventually; a reader that still sees 0 is covered by the fence pairing (see top) */
+			atomic_store_explicit(&ob->waiters, LKP_POISON, memory_order_relaxed);
+		}
+		t->retired_next = atomic_load_explicit(&retired, memory_order_relaxed);
+		/* relaxed: growers are serialised (they hold every bucket of the table they replace) */
+		atomic_store_explicit(&retired, t, memory_order_relaxed);
+		atomic_fetch_add_explicit(&retired_total, table_bytes_of(t->nbuckets), memory_order_relaxed);
+		/* release: pairs with the acquire in get_table(): the moved queues and counts */
+		atomic_store_explicit(&cur, nt, memory_order_release);
+		atomic_fetch_add_explicit(&nresizes, 1, memory_order_relaxed);	/* relaxed: statistic */
+		for (size_t i = 0; i < t->nbuckets; i++)
+			bucket_unlock(&t->b[i]);
+		return;
+	}
+}
+
+static void thread_exit(void *arg)
+{
+	struct thread_data *td = arg;
+
+	td->registered = false;
+	/* relaxed: a count; growth decisions tolerate staleness */
+	atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
+}
+
+static __attribute__((noinline)) struct thread_data *self_register(void)
+{
+	struct thread_data *td = &tls_td;
+	size_t n;
+
+	pthread_once(&once, once_init);
+	pthread_setspecific(td_key, td);	/* non-NULL value: thread_exit() runs at thread exit */
+	td->registered = true;
+	n = atomic_fetch_add_explicit(&live, 1, memory_order_relaxed) + 1;	/* relaxed: a count */
+	if (get_table()->nbuckets < LK_PARK_BUCKETS_PER_THREAD * n)
+		grow(LK_PARK_BUCKETS_PER_THREAD * n);
+	return td;
+}
+
+static inline struct thread_data *self(void)
+{
+	return LKP_LIKELY(tls_td.registered) ? &tls_td : self_register();
+}
+
+static void atfork_child(void)
+{
+	/* single-threaded now: relaxed everywhere, nothing to pair with */
+	struct table *t = atomic_load_explicit(&cur, memory_order_relaxed);
+	struct table *r = atomic_load_explicit(&retired, memory_order_relaxed), *next;
+
+	if (t) {
+		for (size_t i = 0; i < t->nbuckets; i++) {
+			atomic_store_explicit(&t->b[i].lock, 0, memory_order_relaxed);
+			atomic_store_explicit(&t->b[i].waiters, 0, memory_order_relaxed);
+			BQ(&t->b[i])->head = BQ(&t->b[i])->tail = NULL;
+		}
+	}
+	for (; r; r = next) {	/* a grower interrupted by fork may have retired `t` already */
+		next = r->retired_next;
+		if (r != t)
+			free(r);
+	}
+	atomic_store_explicit(&retired, NULL, memory_order_relaxed);
+	atomic_store_explicit(&retired_total, 0, memory_order_relaxed);
+	atomic_store_explicit(&live, tls_td.registered ? 1 : 0, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Bucket locking with the table re-check                                                          */
+
+static inline struct bucket *lock_bucket(const void *addr)
+{
+	for (;;) {
+		struct table *t = get_table();
+		struct bucket *b = &t->b[hash_addr(t, addr)];
+#if LKP_BACKPTR
+		/* the back-pointer load: touches the bucket's line before the lock, as hb->priv does */
+		struct table *owner = BQ(b)->table;
+#else
+		struct table *owner = t;
+#endif
+		bucket_lock(b);
+		/* relaxed: a grower stores cur before unlocking this bucket; our acquire of the lock
+		 * orders this load after that store */
+		if (LKP_LIKELY(atomic_load_explicit(&cur, memory_order_relaxed) == owner))
+			return b;
+		bucket_unlock(b);
+	}
+}
+
+static void lock_bucket_pair(const void *a1, const void *a2, struct bucket **b1, struct bucket **b2)
+{
+	for (;;) {
+		struct table *t = get_table();
+		size_t i1 = hash_addr(t, a1), i2 = hash_addr(t, a2);
+
+		*b1 = &t->b[i1];
+		*b2 = &t->b[i2];
+		/* lock in index order: growers lock every bucket in index order too */
+		if (i1 <= i2) {
+			bucket_lock(*b1);
+			if (i1 != i2)
+				bucket_lock(*b2);
+		} else {
+			bucket_lock(*b2);
+			bucket_lock(*b1);
+		}
+		/* relaxed: ordered by the bucket lock acquire, as in lock_bucket() */
+		if (LKP_LIKELY(atomic_load_explicit(&cur, memory_order_relaxed) == t))
+			return;
+		bucket_unlock(*b1);
+		if (*b1 != *b2)
+			bucket_unlock(*b2);
+	}
+}
+
+static inline void unlock_bucket_pair(struct bucket *b1, struct bucket *b2)
+{
+	bucket_unlock(b1);
+	if (b1 != b2)
+		bucket_unlock(b2);
+}
+
+/* The bucket currently holding `td` (its key may be changed by a concurrent requeue). */
+static struct bucket *lock_bucket_of_thread(struct thread_data *td)
+{
+	for (;;) {
+		/* relaxed: re-checked under the bucket lock below */
+		uintptr_t k = atomic_load_explicit(&td->key, memory_order_relaxed);
+		struct bucket *b = lock_bucket((const void *)k);
+
+		/* relaxed: requeue changes key only under the bucket lock we now hold */
+		if (atomic_load_explicit(&td->key, memory_order_relaxed) == k)
+			return b;
+		bucket_unlock(b);
+	}
+}
+
+/* waiters += d; caller holds the bucket lock (the only writers hold it) */
+static inline void waiters_add(struct bucket *b, int d)
+{
+	/* relaxed: writers are serialised by the bucket lock; lockless readers are covered by the
+	 * seq_cst fences described at the top */
+	atomic_store_explicit(&b->waiters, atomic_load_explicit(&b->waiters, memory_order_relaxed) + (uint32_t)d,
+			      memory_order_relaxed);
+}
+
+static inline void queue_append(struct bucket *b, struct thread_data *td)
+{
+	td->next = NULL;
+	if (BQ(b)->tail)
+		BQ(b)->tail->next = td;
+	else
+		BQ(b)->head = td;
+	BQ(b)->tail = td;
+}
+
+/* Is any thread after `from` (or from the head when NULL) in b's queue parked on addr? */
+static inline bool queue_has(struct bucket *b, struct thread_data *from, uintptr_t addr)
+{
+	for (struct thread_data *td = from ? from->next : BQ(b)->head; td; td = td->next)
+		/* relaxed: key only changes under the bucket lock we hold */
+		if (atomic_load_explicit(&td->key, memory_order_relaxed) == addr)
+			return true;
+	return false;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool deadline_passed(const struct timespec *d, clockid_t clock)
+{
+	struct timespec now;
+
+	if (d->tv_sec < 0)
+		return true;
+	clock_gettime(clock, &now);
+	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+static inline bool bad_addr(const void *addr)
+{
+	return !addr || ((uintptr_t)addr & 3);
+}
+
+/*
+ * Waking: the unparker stores futex = 0 under the bucket lock (I2); from then on the thread may
+ * return and exit, so its thread_data must not be touched again. The futex addresses are saved
+ * first and FUTEX_WAKE is issued after the bucket is unlocked; a wake on the word of a thread that
+ * already left is harmless (at worst a spurious wakeup of whoever reuses that memory, which every
+ * futex user tolerates). A full batch is flushed under the lock.
+ */
+struct wake_batch {
+	unsigned n;
+	_Atomic uint32_t *w[32];
+};
+
+static inline void wake_flush(struct wake_batch *wb)
+{
+	for (unsigned i = 0; i < wb->n; i++)
+		lk_futex_wake(wb->w[i], 1);
+	wb->n = 0;
+}
+
+static inline void wake_add(struct wake_batch *wb, struct thread_data *td, lk_token_t token)
+{
+	_Atomic uint32_t *w = &td->futex;
+
+	if (wb->n == 32)
+		wake_flush(wb);
+	td->unpark_token = token;
+	/* release: pairs with the acquire load in the parker's sleep loop; publishes the token */
+	atomic_store_explicit(w, 0, memory_order_release);
+	wb->w[wb->n++] = w;
+}
+
+/* Lockless "nobody waits here" for callers without a callback to run under the lock. */
+static inline bool empty_fast(const void *addr)
+{
+	struct table *t;
+
+	/* seq_cst fence: pairs with the fence after waiters++ in park() (Dekker, see top) */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* acquire: pairs with the release publication of cur (the bucket array) */
+	t = atomic_load_explicit(&cur, memory_order_acquire);
+	if (!t)
+		return true;	/* nobody ever parked */
+	/* relaxed: ordered by the fence above */
+	return atomic_load_explicit(&t->b[hash_addr(t, addr)].waiters, memory_order_relaxed) == 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* API                                                                                               */
+
+int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx, lk_token_t park_token,
+		     const struct timespec *deadline, clockid_t clock, lk_token_t *unpark_token)
+{
+	struct thread_data *td;
+	struct bucket *b;
+	bool timed_out = false;
+	bool was_last;
+	uintptr_t k;
+
+	if (bad_addr(addr))
+		return -EINVAL;
+	if (deadline && ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) || deadline->tv_nsec < 0 ||
+			 deadline->tv_nsec >= 1000000000L))
+		return -EINVAL;
+	td = self();
+	b = lock_bucket(addr);
+	waiters_add(b, 1);
+	/* seq_cst fence: pairs with the fence in empty_fast(): either the waker sees waiters != 0 or
+	 * validate() below sees the waker's state change */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (ops && ops->validate && !ops->validate(ctx)) {
+		waiters_add(b, -1);
+		bucket_unlock(b);
+		return LK_PARK_INVALID;
+	}
+	/* relaxed: the bucket lock orders these for every reader (all read under it) */
+	atomic_store_explicit(&td->key, (uintptr_t)addr, memory_order_relaxed);
+	atomic_store_explicit(&td->futex, 1, memory_order_relaxed);
+	td->park_token = park_token;
+	td->park_ns = now_ns();
+	queue_append(b, td);
+	bucket_unlock(b);
+
+	if (ops && ops->before_sleep)
+		ops->before_sleep(ctx);
+
+	/* acquire: pairs with the release store in wake_add(); the unpark token is then visible */
+	while (atomic_load_explicit(&td->futex, memory_order_acquire) != 0) {
+		if (deadline) {
+			if (deadline_passed(deadline, clock) ||
+			    lk_futex_wait(&td->futex, 1, deadline, clock) == ETIMEDOUT) {
+				timed_out = true;
+				break;
+			}
+		} else {
+			lk_futex_wait(&td->futex, 1, NULL, CLOCK_MONOTONIC);	/* 0/EAGAIN/EINTR: re-check */
+		}
+	}
+	if (!timed_out)
+		goto unparked;
+
+	b = lock_bucket_of_thread(td);
+	/* acquire: pairs with wake_add()'s release if an unparker beat the timeout */
+	if (atomic_load_explicit(&td->futex, memory_order_acquire) == 0) {
+		bucket_unlock(b);
+		goto unparked;
+	}
+	/* still queued (I1): unlink, then tell the primitive, under the bucket lock */
+	k = atomic_load_explicit(&td->key, memory_order_relaxed);	/* relaxed: we hold the lock */
+	{
+		struct thread_data **pp = &BQ(b)->head, *prev = NULL;
+
+		while (*pp != td) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+		*pp = td->next;
+		if (BQ(b)->tail == td)
+			BQ(b)->tail = prev;
+	}
+	waiters_add(b, -1);
+	was_last = !queue_has(b, NULL, k);
+	/* relaxed: nobody reads our futex word but us now that we are off the queue */
+	atomic_store_explicit(&td->futex, 0, memory_order_relaxed);
+	if (ops && ops->timed_out)
+		ops->timed_out(ctx, (const void *)k, was_last);
+	bucket_unlock(b);
+	return LK_PARK_TIMEDOUT;
+
+unparked:
+	if (unpark_token)
+		*unpark_token = td->unpark_token;
+	return LK_PARK_UNPARKED;
+}
+
+int LKP_PUBLIC(unpark_one)(const void *addr, lk_token_t (*callback)(void *ctx, struct lk_unpark_result r),
+			   void *ctx)
+{
+	struct lk_unpark_result r = { 0 };
+	struct wake_batch wb = { 0 };
+	struct thread_data *td, *prev = NULL;
+	struct bucket *b;
+	lk_token_t token;
+
+	if (bad_addr(addr))
+		return -EINVAL;
+	if (!callback && empty_fast(addr))
+		return 0;
+	b = lock_bucket(addr);
+	for (td = BQ(b)->head; td; prev = td, td = td->next)
+		/* relaxed: key only changes under the bucket lock we hold */
+		if (atomic_load_explicit(&td->key, memory_order_relaxed) == (uintptr_t)addr)
+			break;
+	if (td) {
+		if (prev)
+			prev->next = td->next;
+		else
+			BQ(b)->head = td->next;
+		if (BQ(b)->tail == td)
+			BQ(b)->tail = prev;
+		waiters_add(b, -1);
+		r.unparked_threads = 1;
+		r.have_more_threads = queue_has(b, prev, (uintptr_t)addr);
+		r.waited_ns = now_ns() - td->park_ns;
+	}
+	token = callback ? callback(ctx, r) : LK_TOKEN_NORMAL;
+	if (td)
+		wake_add(&wb, td, token);
+	bucket_unlock(b);
+	wake_flush(&wb);
+	return (int)r.unparked_threads;
+}
+
+int LKP_PUBLIC(unpark_all)(const void *addr, lk_token_t token)
+{
+	struct wake_batch wb = { 0 };
+	struct thread_data *td, *next, **pp;
+	struct bucket *b;
+	int n = 0;
+
+	if (bad_addr(addr))
+		return -EINVAL;
+	if (empty_fast(addr))
+		return 0;
+	b = lock_bucket(addr);
+	BQ(b)->tail = NULL;
+	for (pp = &BQ(b)->head, td = *pp; td; td = next) {
+		next = td->next;
+		/* relaxed: key only changes under the bucket lock we hold */
+		if (atomic_load_explicit(&td->key, memory_order_relaxed) == (uintptr_t)addr) {
+			*pp = next;
+			n++;
+			wake_add(&wb, td, token);	/* td is dead to us after this */
+		} else {
+			BQ(b)->tail = td;
+			pp = &td->next;
+		}
+	}
+	waiters_add(b, -n);
+	bucket_unlock(b);
+	wake_flush(&wb);
+	return n;
+}
+
+int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue_op (*validate)(void *ctx),
+			       lk_token_t (*callback)(void *ctx, enum lk_requeue_op op, struct lk_unpark_result r),
+			       void *ctx)
+{
+	struct lk_unpark_result r = { 0 };
+	struct wake_batch wb = { 0 };
+	struct thread_data *wake = NULL, *rq_head = NULL, *rq_tail = NULL, *td, *next, **pp;
+	struct bucket *b1, *b2;
+	enum lk_requeue_op op;
+	unsigned max_requeue;
+	lk_token_t token;
+
+	if (bad_addr(from) || bad_addr(to) || !validate)
+		return -EINVAL;
+	lock_bucket_pair(from, to, &b1, &b2);
+	op = validate(ctx);
+	switch (op) {
+	case LK_REQUEUE_UNPARK_ONE_REQUEUE_REST:
+	case LK_REQUEUE_REQUEUE_ALL:
+		max_requeue = ~0u;
+		break;
+	case LK_REQUEUE_REQUEUE_ONE:
+		max_requeue = 1;
+		break;
+	case LK_REQUEUE_UNPARK_ONE:
+		max_requeue = 0;
+		break;
+	default:	/* LK_REQUEUE_ABORT or garbage: nothing happens */
+		unlock_bucket_pair(b1, b2);
+		return op == LK_REQUEUE_ABORT ? 0 : -EINVAL;
+	}
+	BQ(b1)->tail = NULL;
+	for (pp = &BQ(b1)->head, td = *pp; td; td = next) {
+		next = td->next;
+		/* relaxed: key only changes under the bucket lock we hold */
+		if (atomic_load_explicit(&td->key, memory_order_relaxed) != (uintptr_t)from) {
+			BQ(b1)->tail = td;
+			pp = &td->next;
+			continue;
+		}
+		if (!wake && (op == LK_REQUEUE_UNPARK_ONE_REQUEUE_REST || op == LK_REQUEUE_UNPARK_ONE)) {
+			wake = td;
+			r.unparked_threads = 1;
+		} else if (r.requeued_threads < max_requeue) {
+			td->next = NULL;
+			if (rq_tail)
+				rq_tail->next = td;
+			else
+				rq_head = td;
+			rq_tail = td;
+			r.requeued_threads++;
+		} else {
+			r.have_more_threads = true;
+			BQ(b1)->tail = td;
+			pp = &td->next;
+			continue;
+		}
+		*pp = next;	/* unlink td from `from`'s queue */
+	}
+	waiters_add(b1, -(int)(r.unparked_threads + r.requeued_threads));
+	if (rq_head) {
+		for (td = rq_head; td; td = next) {
+			next = td->next;
+			/* relaxed: readers of key hold this bucket pair's lock, or re-check under it */
+			atomic_store_explicit(&td->key, (uintptr_t)to, memory_order_relaxed);
+			queue_append(b2, td);
+		}
+		waiters_add(b2, (int)r.requeued_threads);
+		/* seq_cst fence: the requeued threads now wait on `to` without having validated it;
+		 * pairs with empty_fast()'s fence for a waker of `to` (as waiters++ in park()) */
+		atomic_thread_fence(memory_order_seq_cst);
+	}
+	if (wake)
+		r.waited_ns = now_ns() - wake->park_ns;
+	token = callback ? callback(ctx, op, r) : LK_TOKEN_NORMAL;
+	if (wake)
+		wake_add(&wb, wake, token);
+	unlock_bucket_pair(b1, b2);
+	wake_flush(&wb);
+	return (int)(r.unparked_threads + r.requeued_threads);
+}
+
+int LKP_PUBLIC(unpark_filter)(const void *addr, enum lk_filter_op (*filter)(void *ctx, lk_token_t park_token),
+			      lk_token_t (*callback)(void *ctx, struct lk_unpark_result r), void *ctx)
+{
+	struct lk_unpark_result r = { 0 };
+	struct wake_batch wb = { 0 };
+	struct thread_data *head = NULL, *tail = NULL, *td, *next, **pp;
+	struct bucket *b;
+	lk_token_t token;
+	bool stop = false;
+
+	if (bad_addr(addr) || !filter)
+		return -EINVAL;
+	b = lock_bucket(addr);
+	BQ(b)->tail = NULL;
+	for (pp = &BQ(b)->head, td = *pp; td; td = next) {
+		next = td->next;
+		/* relaxed: key only changes under the bucket lock we hold */
+		if (!stop && atomic_load_explicit(&td->key, memory_order_relaxed) == (uintptr_t)addr) {
+			enum lk_filter_op f = filter(ctx, td->park_token);
+
+			if (f == LK_FILTER_UNPARK) {
+				*pp = next;
+				td->next = NULL;
+				if (tail)
+					tail->next = td;
+				else
+					head = td;
+				tail = td;
+				if (!r.unparked_threads++)
+					r.waited_ns = now_ns() - td->park_ns;
+				continue;
+			}
+			r.have_more_threads = true;	/* skipped or stopped at: still parked */
+			if (f != LK_FILTER_SKIP)
+				stop = true;
+		} else if (stop && atomic_load_explicit(&td->key, memory_order_relaxed) == (uintptr_t)addr) {
+			r.have_more_threads = true;	/* relaxed: as above */
+		}
+		BQ(b)->tail = td;
+		pp = &td->next;
+	}
+	waiters_add(b, -(int)r.unparked_threads);
+	token = callback ? callback(ctx, r) : LK_TOKEN_NORMAL;
+	for (td = head; td; td = next) {
+		next = td->next;	/* read before wake_add(): td may be gone after it */
+		wake_add(&wb, td, token);
+	}
+	bucket_unlock(b);
+	wake_flush(&wb);
+	return (int)r.unparked_threads;
+}
+
+void LKP_PUBLIC(park_get_stats)(struct lk_park_stats *st)
+{
+	/* acquire: pairs with the release publication of cur (nbuckets) */
+	struct table *t = atomic_load_explicit(&cur, memory_order_acquire);
+
+	memset(st, 0, sizeof(*st));
+	st->buckets = t ? t->nbuckets : 0;
+	st->bucket_bytes = sizeof(struct bucket);
+	st->table_bytes = t ? table_bytes_of(t->nbuckets) : 0;
+	/* relaxed: statistics, racy by nature */
+	st->retired_bytes = atomic_load_explicit(&retired_total, memory_order_relaxed);
+	st->live_threads = atomic_load_explicit(&live, memory_order_relaxed);
+	st->resizes = atomic_load_explicit(&nresizes, memory_order_relaxed);
+	st->layout = LKP_LAYOUT_NAME;
+}
+
+int LKP_PUBLIC(park_reserve)(size_t nbuckets)
+{
+	if (nbuckets == 0 || nbuckets > ((size_t)1 << 24))
+		return -EINVAL;
+	pthread_once(&once, once_init);
+	grow(nbuckets);
+	return 0;
+}
+
+#undef bucket
+#undef table
+#undef thread_data
+#undef wake_batch
+#undef cur
+#undef live
+#undef nresizes
+#undef retired
+#undef retired_total
+#undef tls_td
+#undef td_key
+#undef once
+#undef once_init
+#undef thread_exit
+#undef atfork_child
+#undef bucket_lock
+#undef bucket_lock_slow
+#undef bucket_unlock
+#undef hash_addr
+#undef table_alloc
+#undef table_bytes_of
+#undef get_table
+#undef get_table_slow
+#undef grow
+#undef self
+#undef self_register
+#undef lock_bucket
+#undef lock_bucket_pair
+#undef unlock_bucket_pair
+#undef lock_bucket_of_thread
+#undef waiters_add
+#undef queue_append
+#undef queue_has
+#undef now_ns
+#undef deadline_passed
+#undef bad_addr
+#undef wake_add
+#undef wake_flush
+#undef empty_fast
+#undef BQ
+#undef LKP_BACKPTR
+#undef LKP_LAYOUT_NAME
+#undef LKP_POISON
+#undef LKP_SPIN
