@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * locklab/mutex.h - lk_mutex: a 4-byte adaptive mutex that spins only while spinning pays and
+ * otherwise parks in the parking lot (locklab/park.h).
+ *
+ * Lock word (32 bits, the whole state of the lock):
+ *
+ *	bit 0  LOCKED    a thread owns the mutex
+ *	bit 1  PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
+ *	bit 2  SPINNING  one waiter is spinning on the word; every other waiter sleeps
+ *
+ * Uncontended lock is one CAS 0 -> LOCKED, uncontended unlock one CAS LOCKED -> 0; both inline below.
+ * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
+ * whose header comment has the state diagram and the invariants.
+ *
+ * Policy (process-wide, see struct lk_mutex_policy and docs/mutex.md): a waiter spins for a budget
+ * learned from how long recent spinners had to wait for this lock (kept in a small hashed side table,
+ * because 4 bytes leave no room), bounded by [spin_min_ns, spin_max_ns]; only one waiter spins at a
+ * time; a waiter that has waited longer than handoff_ns (default 1 ms) is handed the lock directly by
+ * the unlocker instead of having to win a race for it (anti-starvation).
+ *
+ * Ordering: a successful lock/trylock/timedlock is an acquire operation and unlock a release
+ * operation: everything the previous owner did inside its critical section happens-before everything
+ * the next owner does in its own.
+ *
+ * Misuse: unlocking an unlocked mutex returns EPERM; destroying a mutex that is held or waited on
+ * returns EBUSY. An unlock by a thread that does NOT own a held mutex cannot be detected - the word has
+ * no room for an owner id - and simply releases the lock (as glibc's PTHREAD_MUTEX_NORMAL does). The
+ * mutex is not recursive: locking it twice from one thread deadlocks.
+ */
+#ifndef LOCKLAB_MUTEX_H
+#define LOCKLAB_MUTEX_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LK_MUTEX_LOCKED		0x1u
+#define LK_MUTEX_PARKED		0x2u
+#define LK_MUTEX_SPINNING	0x4u
+
+typedef struct lk_mutex {
+	_Atomic uint32_t word;
+} lk_mutex_t;
+
+/* A statically initialised, unlocked mutex; equivalent to lk_mutex_init(). */
+#define LK_MUTEX_INITIALIZER { 0 }
+
+/*
+ * Process-wide policy; every field is read with relaxed loads at the start of each slow path, so a
+ * change applies to the next contended acquisition of every mutex. Defaults (and why) in the
+ * comments and in docs/mutex.md.
+ */
+struct lk_mutex_policy {
+	/*
+	 * Lower bound of a spinner's budget, ns. Default 1000: a short critical section on a busy lock
+	 * is usually over within a microsecond, and a park/unpark round trip costs several (two
+	 * futex syscalls and two context switches, 5-20 us on this class of machine), so the first
+	 * microsecond of spinning nearly always pays even when the learned estimate says otherwise.
+	 */
+	uint32_t spin_min_ns;
+	/*
+	 * Upper bound of a spinner's budget, ns. Default 20000: about the cost of sleeping and being
+	 * woken; spinning longer than the work it saves can never pay. 0 disables spinning.
+	 */
+	uint32_t spin_max_ns;
+	/*
+	 * A parked waiter whose wait (counted from its first park in this lock call) exceeds this is
+	 * handed the lock by the unlocker. Default 1000000 (1 ms, as parking_lot's eventual fairness
+	 * and the order of the kernel's handoff): long enough that barging keeps its throughput win
+	 * almost always, short enough that no waiter is starved. 0 = always hand over (FIFO for parked
+	 * waiters).
+	 */
+	uint64_t handoff_ns;
+	/*
+	 * While a spinner is on the word an unlock may skip waking a parked thread (the spinner takes
+	 * the lock instead: no syscall). At most this many unlocks in a row skip (counted per side-table
+	 * slot), so parked waiters keep being woken and can reach the handoff bound. Default 8.
+	 * 0 = always wake.
+	 */
+	uint32_t wake_skip_max;
+};
+
+/* Limits checked by lk_mutex_set_policy(). */
+#define LK_MUTEX_SPIN_MAX_NS_LIMIT	10000000u		/* 10 ms */
+#define LK_MUTEX_HANDOFF_NS_LIMIT	(10ull * 1000000000ull)	/* 10 s */
+#define LK_MUTEX_WAKE_SKIP_LIMIT	1024u
+
+/* Fills *p with the current policy. Returns 0, or EINVAL when p is NULL. */
+int lk_mutex_get_policy(struct lk_mutex_policy *p);
+
+/*
+ * Replaces the process-wide policy. Returns 0, or EINVAL (policy unchanged) when p is NULL,
+ * spin_min_ns > spin_max_ns, spin_max_ns > LK_MUTEX_SPIN_MAX_NS_LIMIT, handoff_ns >
+ * LK_MUTEX_HANDOFF_NS_LIMIT or wake_skip_max > LK_MUTEX_WAKE_SKIP_LIMIT. Safe to call while mutexes
+ * are in use (each field is updated atomically; a slow path may see a mix of old and new fields).
+ */
+int lk_mutex_set_policy(const struct lk_mutex_policy *p);
+
+/* Initialises *m unlocked. Returns 0, or EINVAL when m is NULL. No memory is allocated. */
+int lk_mutex_init(lk_mutex_t *m);
+
+/*
+ * Returns 0 (the mutex may then be freed or re-initialised), EINVAL when m is NULL, or EBUSY when
+ * the mutex is held or a thread is waiting for it (the mutex is left untouched).
+ */
+int lk_mutex_destroy(lk_mutex_t *m);
+
+/* Out of line slow paths; not for direct use. */
+void lk_mutex_lock_slow(lk_mutex_t *m);
+int lk_mutex_trylock_slow(lk_mutex_t *m);
+int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v);
+
+/*
+ * Acquires m, sleeping as long as needed. Acquire ordering (pairs with the release in
+ * lk_mutex_unlock of the previous owner). m must be a valid, initialised mutex.
+ */
+static inline void lk_mutex_lock(lk_mutex_t *m)
+{
+	uint32_t v = 0;
+
+	/* acquire: pairs with the release CAS/RMW of the previous owner's unlock */
+	if (__builtin_expect(atomic_compare_exchange_weak_explicit(&m->word, &v, LK_MUTEX_LOCKED,
+								   memory_order_acquire,
+								   memory_order_relaxed), 1))
+		return;
+	lk_mutex_lock_slow(m);
+}
+
+/*
+ * Acquires m if it is free right now, never waits. Returns 0 (acquired, acquire ordering as
+ * lk_mutex_lock) or EBUSY (held by someone; no ordering). A free mutex with waiters queued may be
+ * taken (barging), as pthread_mutex_trylock does.
+ */
+static inline int lk_mutex_trylock(lk_mutex_t *m)
+{
+	uint32_t v = 0;
+
+	/* acquire: pairs with the release of the previous owner's unlock */
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, LK_MUTEX_LOCKED,
+								     memory_order_acquire,
+								     memory_order_relaxed), 1))
+		return 0;
+	if (v & LK_MUTEX_LOCKED)
+		return EBUSY;
+	return lk_mutex_trylock_slow(m);
+}
+
+/*
+ * Acquires m, giving up when the absolute deadline *abs on `clock` (CLOCK_MONOTONIC or
+ * CLOCK_REALTIME) has passed. Returns 0 (acquired, ordering as lk_mutex_lock), ETIMEDOUT (not
+ * acquired; at once when the deadline is already past and the mutex is held), or EINVAL (m or abs
+ * NULL, another clock, or abs->tv_nsec outside [0, 1e9); checked before anything else). A spinner
+ * notices the deadline only between spin rounds, so it may return up to spin_max_ns late.
+ */
+int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *abs);
+
+/*
+ * Releases m. Returns 0, or EPERM when m was not locked (nothing changes). Release ordering: pairs
+ * with the acquire of the next owner's lock. No syscall unless a thread is parked and no spinner is
+ * about to take the lock.
+ */
+static inline int lk_mutex_unlock(lk_mutex_t *m)
+{
+	uint32_t v = LK_MUTEX_LOCKED;
+
+	/* release: publishes the critical section to the next owner's acquire CAS */
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0,
+								     memory_order_release,
+								     memory_order_relaxed), 1))
+		return 0;
+	return lk_mutex_unlock_slow(m, v);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOCKLAB_MUTEX_H */

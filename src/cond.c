@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * src/cond.c - lk_cond on the parking lot (the parking_lot Condvar design, on lk_mutex).
+ *
+ * Data: c->mutex = address of the lk_mutex the current waiters passed, or 0 when no thread is parked
+ * on &c->mutex. Waiters park on &c->mutex; a requeue moves them to &m->word, where they are ordinary
+ * lk_mutex waiters (their park token is the time they started waiting, as a mutex waiter's is, so the
+ * mutex's 1 ms handoff also covers time spent on the condvar queue... after the requeue).
+ *
+ * Invariants (all changes of c->mutex happen under the bucket lock of &c->mutex):
+ *  1. c->mutex != 0 iff threads are parked on &c->mutex. Set by a waiter's validate(); cleared by the
+ *     signal callback when it took the last waiter, by broadcast (which takes them all), or by the
+ *     last waiter to time out.
+ *  2. A waiter is queued (under the bucket lock) before it releases the mutex (before_sleep), so a
+ *     signaller that takes the mutex afterwards, or that changed the predicate under it, finds the
+ *     waiter queued: no lost wakeup.
+ *  3. A requeued waiter sits on the mutex queue with PARKED set on the mutex: signal sets it with
+ *     mark_parked_if_locked() in validate (the mutex is held, so its unlock will wake); broadcast sets
+ *     it in the callback when it also unparked one thread, which runs and will lock and unlock the
+ *     mutex (lk_mutex invariant 2: "free and PARKED" implies a running thread that takes the lock).
+ *
+ *   waiter:   lock m -> park(&c->mutex) [validate: c->mutex = m] -> before_sleep: unlock m -> sleep
+ *   signal:   requeue(&c->mutex -> &m->word): m held ? REQUEUE_ONE (+P on m) : UNPARK_ONE
+ *   broadcast: c->mutex = 0; m held ? REQUEUE_ALL (+P) : UNPARK_ONE_REQUEUE_REST (+P in callback)
+ *   woken:    token HANDOFF ? own m : lock m;  requeued ones are woken by m's unlocks, one at a time
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "locklab/cond.h"
+#include "locklab/park.h"
+
+#define TOKEN_HANDOFF ((lk_token_t)1)	/* as in src/mutex.c: the mutex is handed over, held */
+
+int lk_cond_init(lk_cond_t *c)
+{
+	if (!c)
+		return EINVAL;
+	/* relaxed: initialisation; published by whatever hands `c` to other threads */
+	atomic_store_explicit(&c->mutex, 0, memory_order_relaxed);
+	return 0;
+}
+
+int lk_cond_destroy(lk_cond_t *c)
+{
+	if (!c)
+		return EINVAL;
+	/* relaxed: waiters set it before releasing the mutex; a destroyer that could race with them is
+	 * already a use-after-free bug; this catches the detectable case of parked waiters */
+	if (atomic_load_explicit(&c->mutex, memory_order_relaxed) != 0)
+		return EBUSY;
+	return 0;
+}
+
+/* ---- wait --------------------------------------------------------------------------------------- */
+
+struct wait_ctx {
+	lk_cond_t *c;
+	lk_mutex_t *m;
+	bool bad;		/* c is in use with another mutex */
+	bool unlocked;		/* before_sleep released m */
+	bool requeued;		/* timed out while parked on the mutex: not a timeout for the caller */
+};
+
+/* Under c's bucket lock: claim c for m, or refuse a second mutex. */
+static bool wait_validate(void *ctx)
+{
+	struct wait_ctx *w = ctx;
+	/* relaxed: every store to c->mutex happens under this bucket lock, which we hold */
+	uintptr_t cur = atomic_load_explicit(&w->c->mutex, memory_order_relaxed);
+
+	if (cur == 0) {
+		/*
+		 * relaxed: signallers read it either under this bucket lock or after acquiring the mutex
+		 * that we release (with release ordering) only after this store: invariant 2
+		 */
+		atomic_store_explicit(&w->c->mutex, (uintptr_t)w->m, memory_order_relaxed);
+		return true;
+	}
+	if (cur != (uintptr_t)w->m) {
+		w->bad = true;
+		return false;
+	}
+	return true;
+}
+
+/* Bucket unlocked, we are queued: release the mutex (may unpark one of its waiters). */
+static void wait_before_sleep(void *ctx)
+{
+	struct wait_ctx *w = ctx;
+
+	w->unlocked = true;
+	lk_mutex_unlock(w->m);
+}
+
+/* Under the bucket lock of `addr` (the condvar's, or the mutex's if we had been requeued). */
+static void wait_timed_out(void *ctx, const void *addr, bool was_last_thread)
+{
+	struct wait_ctx *w = ctx;
+
+	w->requeued = addr != (const void *)&w->c->mutex;
+	if (!was_last_thread)
+		return;
+	if (!w->requeued)
+		/* relaxed: under c's bucket lock (invariant 1) */
+		atomic_store_explicit(&w->c->mutex, 0, memory_order_relaxed);
+	else
+		/* relaxed: bit bookkeeping under the mutex's bucket lock, as lk_mutex's timed_out */
+		atomic_fetch_and_explicit(&w->m->word, ~LK_MUTEX_PARKED, memory_order_relaxed);
+}
+
+static const struct lk_park_ops wait_ops = {
+	.validate = wait_validate,
+	.before_sleep = wait_before_sleep,
+	.timed_out = wait_timed_out,
+};
+
+static int do_wait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct timespec *abs)
+{
+	struct wait_ctx w = { .c = c, .m = m };
+	lk_token_t token = LK_TOKEN_NORMAL;
+
+	/* relaxed: a misuse check on our own lock; if we hold it, L is ours and stable */
+	if (!(atomic_load_explicit(&m->word, memory_order_relaxed) & LK_MUTEX_LOCKED))
+		return EPERM;
+	/* park token 0: see the header comment (no time-based handoff to requeued waiters) */
+	int r = lk_park(&c->mutex, &wait_ops, &w, 0, abs, clock, &token);
+
+	if (r == LK_PARK_INVALID)
+		return EINVAL;		/* w.bad: another mutex; m still held */
+	if (r < 0)
+		return -r;		/* the parking lot refused (cannot happen for valid arguments) */
+	if (!w.unlocked)		/* deadline already past: never slept, never released m */
+		return r == LK_PARK_TIMEDOUT ? ETIMEDOUT : 0;
+	if (r == LK_PARK_UNPARKED && token == TOKEN_HANDOFF) {
+		/* requeued and handed the mutex. acquire: pairs with the release RMW in the mutex's
+		 * unlock callback that handed it over */
+		(void)atomic_load_explicit(&m->word, memory_order_acquire);
+		return 0;
+	}
+	lk_mutex_lock(m);
+	return r == LK_PARK_TIMEDOUT && !w.requeued ? ETIMEDOUT : 0;
+}
+
+int lk_cond_wait(lk_cond_t *c, lk_mutex_t *m)
+{
+	if (!c || !m)
+		return EINVAL;
+	return do_wait(c, m, CLOCK_MONOTONIC, NULL);
+}
+
+int lk_cond_timedwait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct timespec *abs)
+{
+	if (!c || !m || !abs || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) ||
+	    abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L)
+		return EINVAL;
+	return do_wait(c, m, clock, abs);
+}
+
+/* ---- signal / broadcast ------------------------------------------------------------------------- */
+
+struct wake_ctx {
+	lk_cond_t *c;
+	lk_mutex_t *m;		/* the mutex we expect */
+	uintptr_t seen;		/* what validate found in c->mutex */
+};
+
+/* Under the mutex's bucket lock (validate/callback of a requeue): L,P?,S? -> L,P,S? iff L is set. */
+static bool mark_parked_if_locked(lk_mutex_t *m)
+{
+	/* relaxed: we only look; the CAS below changes only the P bit */
+	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+
+	while (v & LK_MUTEX_LOCKED) {
+		/* relaxed: bit bookkeeping, no data; ordered with the mutex's validate() by the bucket lock */
+		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | LK_MUTEX_PARKED,
+							  memory_order_relaxed, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+static enum lk_requeue_op signal_validate(void *ctx)
+{
+	struct wake_ctx *k = ctx;
+
+	/* relaxed: under c's bucket lock (invariant 1) */
+	k->seen = atomic_load_explicit(&k->c->mutex, memory_order_relaxed);
+	if (k->seen != (uintptr_t)k->m)
+		return LK_REQUEUE_ABORT;
+	return mark_parked_if_locked(k->m) ? LK_REQUEUE_REQUEUE_ONE : LK_REQUEUE_UNPARK_ONE;
+}
+
+static lk_token_t signal_callback(void *ctx, enum lk_requeue_op op, struct lk_unpark_result r)
+{
+	struct wake_ctx *k = ctx;
+
+	if (op != LK_REQUEUE_ABORT && !r.have_more_threads)
+		/* relaxed: under c's bucket lock (invariant 1) */
+		atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);
+	return LK_TOKEN_NORMAL;
+}
+
+static enum lk_requeue_op broadcast_validate(void *ctx)
+{
+	struct wake_ctx *k = ctx;
+
+	/* relaxed: under c's bucket lock (invariant 1) */
+	k->seen = atomic_load_explicit(&k->c->mutex, memory_order_relaxed);
+	if (k->seen != (uintptr_t)k->m)
+		return LK_REQUEUE_ABORT;
+	/* relaxed: as above; every waiter leaves c's queue in this call */
+	atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);
+	return mark_parked_if_locked(k->m) ? LK_REQUEUE_REQUEUE_ALL : LK_REQUEUE_UNPARK_ONE_REQUEUE_REST;
+}
+
+static lk_token_t broadcast_callback(void *ctx, enum lk_requeue_op op, struct lk_unpark_result r)
+{
+	struct wake_ctx *k = ctx;
+
+	if (op == LK_REQUEUE_UNPARK_ONE_REQUEUE_REST && r.requeued_threads)
+		/* relaxed: bit bookkeeping under the mutex's bucket lock (invariant 3) */
+		atomic_fetch_or_explicit(&k->m->word, LK_MUTEX_PARKED, memory_order_relaxed);
+	return LK_TOKEN_NORMAL;
+}
+
+static int wake(lk_cond_t *c, bool all)
+{
+	struct wake_ctx k = { .c = c };
+
+	if (!c)
+		return EINVAL;
+	/*
+	 * relaxed: a waiter stored it before releasing the mutex; a signaller that holds (or held) the
+	 * mutex after that sees it through the mutex's acquire. Retry when validate found a different
+	 * mutex: all old waiters left and new ones came with another mutex.
+	 */
+	k.seen = atomic_load_explicit(&c->mutex, memory_order_relaxed);
+	while (k.seen) {
+		k.m = (lk_mutex_t *)k.seen;
+		int r = all ? lk_unpark_requeue(&c->mutex, &k.m->word, broadcast_validate,
+						broadcast_callback, &k)
+			    : lk_unpark_requeue(&c->mutex, &k.m->word, signal_validate, signal_callback,
+						&k);
+		if (r < 0)
+			return -r;
+		if (k.seen == (uintptr_t)k.m)
+			break;
+	}
+	return 0;
+}
+
+int lk_cond_signal(lk_cond_t *c)
+{
+	return wake(c, false);
+}
+
+int lk_cond_broadcast(lk_cond_t *c)
+{
+	return wake(c, true);
+}
