@@ -11,17 +11,19 @@
  *	1  LOCKED, no thread sleeps (or is about to sleep) on the word
  *	2  LOCKED, there may be sleepers: the unlocker must FUTEX_WAKE one
  *
- *	         lock: cas 0->1                    contended lock: xchg ->2, sleep while 2
- *	   +-----------+ ---------------> +----------+ ------------------------> +-------------+
- *	   | 0 UNLOCKD |                  | 1 LOCKED |                           | 2 CONTENDED |
- *	   +-----------+ <--------------- +----------+                           +-------------+
- *	        ^          unlock: xchg 0 (no wake)                                     |
- *	        +-----------------------------------------------------------------------+
- *	                            unlock: xchg 0, then FUTEX_WAKE(1)
+ *	         lock: cas 0->1               contended lock: xchg 1->2, then sleep while 2
+ *	   +-----------+ -----------> +----------+ ----------------------> +-------------+
+ *	   | 0 UNLOCKD |              | 1 LOCKED |                         | 2 CONTENDED |
+ *	   +-----------+ <----------- +----------+                         +-------------+
+ *	     |     ^      unlock: xchg 0 (no wake)                           ^    |
+ *	     |     +---------------------------------------------------------|----+
+ *	     |                     unlock: xchg 0, then FUTEX_WAKE(1)        |
+ *	     +---------------------------------------------------------------+
+ *	          woken (or newly arriving slow-path) thread: xchg 0->2 = acquired
  *
  * Invariants:
- *  - The word is nonzero exactly while some thread owns the lock (or, transiently, while a thread
- *    that just xchg'ed 2 into an unlocked word owns it: xchg returning 0 *is* an acquisition).
+ *  - The word is nonzero exactly while some thread owns the lock: an xchg(2) that returns 0 is an
+ *    acquisition, one that returns 1 or 2 merely marks somebody else's lock contended.
  *  - A thread sleeps only after having stored 2 itself (xchg) and the kernel re-checks "word == 2"
  *    under its hash-bucket lock, so an unlock that stores 0 between our xchg and the sleep makes
  *    FUTEX_WAIT return EAGAIN: no lost wakeup.
