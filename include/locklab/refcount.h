@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * locklab/refcount.h - saturating reference counts with the kernel's refcount_t semantics, in two
+ * implementations with the same API and the same observable semantics:
+ *
+ *   lk_refcount_full_*  compare-and-swap loop that checks BEFORE it stores: an illegal value is never
+ *                       written (the pre-5.5 REFCOUNT_FULL; Will Deacon's "check inline" wish).
+ *   lk_refcount_fast_*  one fetch_add/fetch_sub, then checks the old value (the kernel's current
+ *                       refcount.h, after Ard Biesheuvel's arm64 and Kees Cook's x86 work in seed 002).
+ *   lk_refcount_*       the default: the fast implementation.
+ *
+ * Count (one int):
+ *
+ *	        0          1 ..................... INT_MAX        INT_MIN ...... INT_MIN/2 ...... -1
+ *	      freed        live: valid counts                   |<------- saturated: pinned, never ------>|
+ *	                                                          used again; every op keeps it saturated
+ *
+ *	  n --inc--> n+1          INT_MAX --inc--> SATURATED (report "saturated; leaking memory")
+ *	  0 --inc--> SATURATED (report "addition on 0; use-after-free")
+ *	  1 --dec--> SATURATED (report "decrement hit 0; leaking memory": a plain dec must not free)
+ *	  k --sub(i>k)--> SATURATED (report "underflow; use-after-free")
+ *	  1 --dec_and_test--> 0, returns true: the caller frees the object
+ *
+ * Saturation value LK_REFCOUNT_SATURATED = INT_MIN/2: half the negative range away from both wrap
+ * points, so racing increments and decrements on a saturated count (the fast variant adds before it
+ * checks) stay negative - a saturated count can never come back to a valid value. The `fast` variant
+ * passes through transient negative values (e.g. INT_MIN right after overflowing INT_MAX) before it
+ * pins the count; every such value is < 0 and therefore already treated as saturated by every other
+ * operation. `full` never stores anything but a valid count or LK_REFCOUNT_SATURATED.
+ *
+ * Reporting: the operation that *moves* a count into saturation calls the handler once
+ * (lk_refcount_set_handler; default: one line on stderr naming the operation). Operations on an
+ * already saturated count keep it saturated and report nothing. An amount i <= 0 passed to add/sub is
+ * a caller bug: it is reported as LK_REFCOUNT_BAD_ARG and the count is left alone.
+ *
+ * Ordering (both implementations):
+ *   inc, add, inc_not_zero, add_not_zero   RELAXED (a new reference is obtained from an existing one,
+ *                                          whose publication already ordered the object)
+ *   dec, sub_and_test, dec_and_test        RELEASE (our accesses to the object happen-before the free)
+ *                                          plus ACQUIRE when they return true (the freeing thread sees
+ *                                          every other holder's accesses)
+ *   dec_and_lock                           as dec; the true case also holds the lock (ACQUIRE)
+ *   read, set                              RELAXED
+ */
+#ifndef LOCKLAB_REFCOUNT_H
+#define LOCKLAB_REFCOUNT_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+struct lk_refcount {
+	_Atomic int refs;
+};
+
+#define LK_REFCOUNT_INIT(n)	{ (n) }
+#define LK_REFCOUNT_MAX		INT_MAX
+#define LK_REFCOUNT_SATURATED	(INT_MIN / 2)
+
+enum lk_refcount_event {
+	LK_REFCOUNT_ADD_OVF = 1,	/* add/inc past INT_MAX: "saturated; leaking memory" */
+	LK_REFCOUNT_ADD_NOT_ZERO_OVF,	/* add_not_zero/inc_not_zero past INT_MAX */
+	LK_REFCOUNT_ADD_UAF,		/* add/inc on 0: "addition on 0; use-after-free" */
+	LK_REFCOUNT_SUB_UAF,		/* sub/dec below 0: "underflow; use-after-free" */
+	LK_REFCOUNT_DEC_LEAK,		/* plain dec reached 0: "decrement hit 0; leaking memory" */
+	LK_REFCOUNT_BAD_ARG,		/* add/sub with an amount <= 0; the count is left unchanged */
+};
+
+/*
+ * Called once per saturation event (never for operations on an already saturated count), from the
+ * thread whose operation caused it. `op` names the public function ("lk_refcount_fast_inc").
+ */
+typedef void (*lk_refcount_handler_t)(struct lk_refcount *r, enum lk_refcount_event ev, const char *op);
+
+/* Installs `h` (NULL: the default stderr reporter); returns the previous one (NULL = default). ACQ_REL. */
+lk_refcount_handler_t lk_refcount_set_handler(lk_refcount_handler_t h);
+/* The kernel's message for `ev` ("saturated; leaking memory", ...), or "unknown". */
+const char *lk_refcount_event_str(enum lk_refcount_event ev);
+
+/* Out-of-line, cold: call the handler. Public only because the inline functions need it. */
+void lk_refcount_report(struct lk_refcount *r, enum lk_refcount_event ev, const char *op);
+
+static inline void lk_refcount_set(struct lk_refcount *r, int n)
+{
+	/* relaxed: initialisation or reuse; publication is the caller's business */
+	atomic_store_explicit(&r->refs, n, memory_order_relaxed);
+}
+
+static inline int lk_refcount_read(const struct lk_refcount *r)
+{
+	/* relaxed: a snapshot */
+	return atomic_load_explicit(&((struct lk_refcount *)r)->refs, memory_order_relaxed);
+}
+
+static inline bool lk_refcount_is_saturated(const struct lk_refcount *r)
+{
+	return lk_refcount_read(r) < 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* fast: one atomic RMW, check afterwards                                                            */
+
+/* The fast variant's repair: pin the count, report unless it was already saturated (old < 0). */
+static inline void lk_refcount_fast_fix_(struct lk_refcount *r, int old, enum lk_refcount_event ev,
+					 const char *op)
+{
+	/* relaxed: pins a value no valid operation can move back; the report orders nothing */
+	atomic_store_explicit(&r->refs, LK_REFCOUNT_SATURATED, memory_order_relaxed);
+	if (old >= 0)
+		lk_refcount_report(r, ev, op);
+}
+
+static inline void lk_refcount_fast_add(struct lk_refcount *r, int i)
+{
+	int old;
+
+	if (__builtin_expect(i <= 0, 0)) {
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return;
+	}
+	/* relaxed: see "Ordering" above */
+	old = atomic_fetch_add_explicit(&r->refs, i, memory_order_relaxed);
+	if (__builtin_expect(old <= 0 || (int)((unsigned)old + (unsigned)i) < 0, 0))
+		lk_refcount_fast_fix_(r, old, old == 0 ? LK_REFCOUNT_ADD_UAF : LK_REFCOUNT_ADD_OVF, __func__);
+}
+
+static inline void lk_refcount_fast_inc(struct lk_refcount *r)
+{
+	/* relaxed: see "Ordering" above */
+	int old = atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+
+	if (__builtin_expect(old <= 0 || old == INT_MAX, 0))
+		lk_refcount_fast_fix_(r, old, old == 0 ? LK_REFCOUNT_ADD_UAF : LK_REFCOUNT_ADD_OVF, __func__);
+}
+
+static inline bool lk_refcount_fast_add_not_zero(struct lk_refcount *r, int i)
+{
+	/* relaxed: the cmpxchg validates */
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed);
+
+	if (__builtin_expect(i <= 0, 0)) {
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return false;
+	}
+	do {
+		if (!old)
+			return false;
+		/* relaxed: see "Ordering" above; unsigned add: a wrap is detected below, not UB */
+	} while (!atomic_compare_exchange_weak_explicit(&r->refs, &old, (int)((unsigned)old + (unsigned)i),
+							memory_order_relaxed, memory_order_relaxed));
+	if (__builtin_expect(old < 0 || (int)((unsigned)old + (unsigned)i) < 0, 0))
+		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_ADD_NOT_ZERO_OVF, __func__);
+	return true;
+}
+
+static inline bool lk_refcount_fast_inc_not_zero(struct lk_refcount *r)
+{
+	return lk_refcount_fast_add_not_zero(r, 1);
+}
+
+static inline bool lk_refcount_fast_sub_and_test(struct lk_refcount *r, int i)
+{
+	int old;
+
+	if (__builtin_expect(i <= 0, 0)) {
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return false;
+	}
+	/* release: our accesses to the object happen-before the free by whoever reaches zero */
+	old = atomic_fetch_sub_explicit(&r->refs, i, memory_order_release);
+	if (old == i) {
+		/* acquire: pairs with the release fetch_sub of every other holder */
+		atomic_thread_fence(memory_order_acquire);
+		return true;
+	}
+	if (__builtin_expect(old < i, 0))
+		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_SUB_UAF, __func__);
+	return false;
+}
+
+static inline bool lk_refcount_fast_dec_and_test(struct lk_refcount *r)
+{
+	/* release: as sub_and_test */
+	int old = atomic_fetch_sub_explicit(&r->refs, 1, memory_order_release);
+
+	if (old == 1) {
+		/* acquire: pairs with the release fetch_sub of every other holder */
+		atomic_thread_fence(memory_order_acquire);
+		return true;
+	}
+	if (__builtin_expect(old < 1, 0))
+		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_SUB_UAF, __func__);
+	return false;
+}
+
+static inline void lk_refcount_fast_dec(struct lk_refcount *r)
+{
+	/* release: as sub_and_test (a plain dec must never be the last one) */
+	int old = atomic_fetch_sub_explicit(&r->refs, 1, memory_order_release);
+
+	if (__builtin_expect(old <= 1, 0))
+		lk_refcount_fast_fix_(r, old, old == 1 ? LK_REFCOUNT_DEC_LEAK : LK_REFCOUNT_SUB_UAF, __func__);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* full: cmpxchg loop, check before store                                                            */
+
+/*
+ * One step of a full-variant loop: try old -> new; on success report `ev` (0 = none). Returns true
+ * when done, false with `*old` refreshed. `order` is the success order.
+ */
+static inline bool lk_refcount_full_try_(struct lk_refcount *r, int *old, int new, memory_order order,
+					 enum lk_refcount_event ev, const char *op)
+{
+	/* failure relaxed: the loop recomputes from the fresh value */
+	if (!atomic_compare_exchange_weak_explicit(&r->refs, old, new, order, memory_order_relaxed))
+		return false;
+	if (__builtin_expect(ev != 0, 0))
+		lk_refcount_report(r, ev, op);
+	return true;
+}
+
+static inline void lk_refcount_full_add(struct lk_refcount *r, int i)
+{
+	/* relaxed: the cmpxchg validates */
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), new;
+
+	if (__builtin_expect(i <= 0, 0)) {
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return;
+	}
+	for (;;) {
+		if (old < 0)
+			return;		/* saturated stays saturated; nothing to write */
+		/* relaxed (all three): see "Ordering" above */
+		if (old == 0) {
+			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
+						  LK_REFCOUNT_ADD_UAF, __func__))
+				return;
+		} else if (__builtin_add_overflow(old, i, &new)) {
+			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
+						  LK_REFCOUNT_ADD_OVF, __func__))
+				return;
+		} else if (lk_refcount_full_try_(r, &old, new, memory_order_relaxed, 0, __func__)) {
+			return;
+		}
+	}
+}
+
+static inline void lk_refcount_full_inc(struct lk_refcount *r)
+{
+	lk_refcount_full_add(r, 1);
+}
+
+static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i)
+{
+	/* relaxed: the cmpxchg validates */
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), new;
+
+	if (__builtin_expect(i <= 0, 0)) {
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return false;
+	}
+	for (;;) {
+		if (old == 0)
+			return false;
+		if (old < 0)
+			return true;	/* saturated: a reference is "taken", the count stays pinned */
+		/* relaxed (both): see "Ordering" above */
+		if (__builtin_add_overflow(old, i, &new)) {
+			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
+						  LK_REFCOUNT_ADD_NOT_ZERO_OVF, __func__))
+				return true;
+		} else if (lk_refcount_full_try_(r, &old, new, memory_order_relaxed, 0, __func__)) {
+			return true;
+		}
+	}
+}
+
+static inline bool lk_refcount_full_inc_not_zero(struct lk_refcount *r)
+{
+	return lk_refcount_full_add_not_zero(r, 1);
+}
+
+static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i)
+{
+	/* relaxed: the cmpxchg validates */
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed);
+
+	if (__builtin_expect(i <= 0, 0)) {
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return false;
+	}
+	for (;;) {
+		if (old < 0)
+			return false;
+		if (old < i) {
+			/* relaxed: the count is dead either way; nothing to publish */
+			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
+						  LK_REFCOUNT_SUB_UAF, __func__))
+				return false;
+			continue;
+		}
+		/* release: our accesses to the object happen-before the free */
+		if (lk_refcount_full_try_(r, &old, old - i, memory_order_release, 0, __func__)) {
+			if (old != i)
+				return false;
+			/* acquire: pairs with the release cmpxchg of every other holder */
+			atomic_thread_fence(memory_order_acquire);
+			return true;
+		}
+	}
+}
+
+static inline bool lk_refcount_full_dec_and_test(struct lk_refcount *r)
+{
+	return lk_refcount_full_sub_and_test(r, 1);
+}
+
+static inline void lk_refcount_full_dec(struct lk_refcount *r)
+{
+	/* relaxed: the cmpxchg validates */
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed);
+
+	for (;;) {
+		if (old < 0)
+			return;
+		/* relaxed: the count is dead either way; nothing to publish */
+		if (old <= 1) {
+			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
+						  old ? LK_REFCOUNT_DEC_LEAK : LK_REFCOUNT_SUB_UAF, __func__))
+				return;
+			continue;
+		}
+		/* release: as sub_and_test */
+		if (lk_refcount_full_try_(r, &old, old - 1, memory_order_release, 0, __func__))
+			return;
+	}
+}
+
+/*
+ * Decrements unless the count is 1; returns false (count unchanged) when it is 1. Saturated: true,
+ * count unchanged. Underflow (0): saturates, reports, returns true. RELEASE. Used by dec_and_lock.
+ */
+bool lk_refcount_dec_not_one(struct lk_refcount *r);
+
+/*
+ * dec_and_lock: decrements; if the count reached 0, returns true with the lock held (ACQUIRE), else
+ * false without it. The lock is taken only for the 1 -> 0 transition (the kernel's
+ * refcount_dec_and_lock), so a lookup structure protected by that lock cannot find the object with a
+ * zero count. Same for both implementations (the dec-not-one step is always a cmpxchg loop).
+ */
+struct lk_spin_ttas;
+struct lk_qspinlock;
+struct lk_mutex;
+bool lk_refcount_dec_and_lock_spin(struct lk_refcount *r, struct lk_spin_ttas *lock);
+bool lk_refcount_dec_and_lock_qspin(struct lk_refcount *r, struct lk_qspinlock *lock);
+bool lk_refcount_dec_and_lock_mutex(struct lk_refcount *r, struct lk_mutex *lock);
+/* Any lock: lock(arg) / unlock(arg). */
+bool lk_refcount_dec_and_lock_fn(struct lk_refcount *r, void (*lock)(void *), void (*unlock)(void *),
+				 void *arg);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the default: fast                                                                                 */
+
+static inline void lk_refcount_inc(struct lk_refcount *r) { lk_refcount_fast_inc(r); }
+static inline void lk_refcount_add(struct lk_refcount *r, int i) { lk_refcount_fast_add(r, i); }
+static inline bool lk_refcount_inc_not_zero(struct lk_refcount *r) { return lk_refcount_fast_inc_not_zero(r); }
+static inline bool lk_refcount_add_not_zero(struct lk_refcount *r, int i) { return lk_refcount_fast_add_not_zero(r, i); }
+static inline void lk_refcount_dec(struct lk_refcount *r) { lk_refcount_fast_dec(r); }
+static inline bool lk_refcount_dec_and_test(struct lk_refcount *r) { return lk_refcount_fast_dec_and_test(r); }
+static inline bool lk_refcount_sub_and_test(struct lk_refcount *r, int i) { return lk_refcount_fast_sub_and_test(r, i); }
+
+#endif /* LOCKLAB_REFCOUNT_H */

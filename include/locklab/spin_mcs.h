@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * locklab/spin_mcs.h - MCS queue spinlock (Mellor-Crummey & Scott, 1991).
+ *
+ * The lock is one pointer: the tail of a queue of waiter nodes, NULL when free. Each thread brings its
+ * own node (on its stack, or lk_spin_mcs_lock_tls() uses a per-thread one) and spins on *its own*
+ * node's `locked` flag, so a handover touches exactly one remote line (the successor's node) instead
+ * of every waiter's (ticket) - O(1) traffic per release.
+ *
+ *	lock:   node.next = NULL, node.locked = 0
+ *	        prev = xchg(tail, &node)             prev == NULL: lock was free, we own it
+ *	        else prev->next = &node; spin until node.locked
+ *	unlock: next = node.next
+ *	        if next == NULL: cas(tail, &node -> NULL) succeeds: queue empty, done
+ *	                         else a successor is linking itself in: wait for node.next
+ *	        next->locked = 1                     hand over
+ *
+ *	tail: NULL --A--> &A --B--> &B (A.next=&B) --A unlock--> B.locked=1 --B unlock--> cas &B->NULL
+ *
+ * Invariants: the holder's node is the head of the queue; every node in the queue except the tail has
+ * (or is about to have) its `next` set; a node may be reused only after its owner's unlock returned.
+ * FIFO: a preempted waiter stalls everybody behind it (LAB_LOCK_FIFO).
+ *
+ * Misuse: unlock of a lock whose tail is NULL (nobody holds it) returns EPERM. Unlocking with the wrong
+ * node (not the holder's) cannot be detected in general.
+ */
+#ifndef LOCKLAB_SPIN_MCS_H
+#define LOCKLAB_SPIN_MCS_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct lk_mcs_node {
+	struct lk_mcs_node *_Atomic next;
+	_Atomic uint32_t locked;	/* set to 1 by the predecessor when it hands the lock over */
+} __attribute__((aligned(64)));	/* one line per node: the waiter spins on it alone */
+
+struct lk_spin_mcs {
+	struct lk_mcs_node *_Atomic tail;
+};
+
+#define LK_SPIN_MCS_INIT { NULL }
+
+static inline void lk_spin_mcs_init(struct lk_spin_mcs *l)
+{
+	/* relaxed: initialisation, published by whatever hands `l` to other threads */
+	atomic_store_explicit(&l->tail, NULL, memory_order_relaxed);
+}
+
+void lk_spin_mcs_lock_slow(struct lk_spin_mcs *l, struct lk_mcs_node *node, struct lk_mcs_node *prev);
+int lk_spin_mcs_unlock_slow(struct lk_spin_mcs *l, struct lk_mcs_node *node);
+
+/*
+ * Acquires the lock using `node` (owned by the caller until the matching unlock returns). ACQUIRE:
+ * pairs with the previous holder's unlock (either its handover store or its tail CAS).
+ */
+static inline void lk_spin_mcs_lock(struct lk_spin_mcs *l, struct lk_mcs_node *node)
+{
+	struct lk_mcs_node *prev;
+
+	/* relaxed: published to the predecessor by the release exchange below */
+	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
+	atomic_store_explicit(&node->locked, 0, memory_order_relaxed);
+	/*
+	 * acq_rel: release publishes the node initialisation to the predecessor that will write
+	 * node->locked; acquire pairs with the release CAS in unlock when prev == NULL (lock was free).
+	 */
+	prev = atomic_exchange_explicit(&l->tail, node, memory_order_acq_rel);
+	if (__builtin_expect(prev == NULL, 1))
+		return;
+	lk_spin_mcs_lock_slow(l, node, prev);
+}
+
+/* 0 with the lock held (ACQUIRE) using `node`, or EBUSY when anybody holds it. Never spins. */
+static inline int lk_spin_mcs_trylock(struct lk_spin_mcs *l, struct lk_mcs_node *node)
+{
+	struct lk_mcs_node *expect = NULL;
+
+	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);	/* relaxed: as in lock */
+	/* acq_rel: as the exchange in lk_spin_mcs_lock(); only succeeds on a free lock. NULL -> node */
+	return atomic_compare_exchange_strong_explicit(&l->tail, &expect, node, memory_order_acq_rel,
+						       memory_order_relaxed) ? 0 : EBUSY;
+}
+
+/* Releases the lock held with `node`. RELEASE. Returns 0, or EPERM when the lock is not held. */
+static inline int lk_spin_mcs_unlock(struct lk_spin_mcs *l, struct lk_mcs_node *node)
+{
+	struct lk_mcs_node *expect = node;
+
+	/* relaxed: only picks fast or slow path; the slow path re-reads `next` with acquire */
+	if (__builtin_expect(atomic_load_explicit(&node->next, memory_order_relaxed) == NULL, 1) &&
+	    /* release: pairs with the acquire exchange/CAS of the next locker that finds NULL */
+	    atomic_compare_exchange_strong_explicit(&l->tail, &expect, NULL, memory_order_release,
+						    memory_order_relaxed))
+		return 0;
+	return lk_spin_mcs_unlock_slow(l, node);
+}
+
+/*
+ * Per-thread node convenience: the node comes from a small per-thread table (LK_SPIN_MCS_TLS_DEPTH
+ * MCS locks held at once). lock returns 0, EDEADLK if this thread already holds `l` through these
+ * calls, or ENOMEM when the table is full (nothing is locked then); trylock adds EBUSY; unlock
+ * returns EPERM when this thread does not hold `l` through these calls. Ordering as above.
+ */
+#define LK_SPIN_MCS_TLS_DEPTH 4
+int lk_spin_mcs_lock_tls(struct lk_spin_mcs *l);
+int lk_spin_mcs_trylock_tls(struct lk_spin_mcs *l);
+int lk_spin_mcs_unlock_tls(struct lk_spin_mcs *l);
+
+static inline bool lk_spin_mcs_is_locked(struct lk_spin_mcs *l)
+{
+	/* relaxed: a snapshot that orders nothing */
+	return atomic_load_explicit(&l->tail, memory_order_relaxed) != NULL;
+}
+
+#endif /* LOCKLAB_SPIN_MCS_H */

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * locklab/spin_ttas.h - test-and-test-and-set spinlock with exponential backoff.
+ *
+ * Lock word (32 bits): 0 = unlocked, 1 = locked. No owner, no queue, no fairness: whoever's exchange
+ * lands first after the release wins (a waiter that just arrived may beat one that waited long).
+ *
+ *	          xchg 1 returns 0                      store-release 0
+ *	  +-------------+ -------------> +-----------+ ----------------> +-------------+
+ *	  | 0 UNLOCKED  |                | 1 LOCKED  |                   | 0 UNLOCKED  |
+ *	  +-------------+                +-----------+                   +-------------+
+ *	                    waiters: read (shared line) until 0, then xchg; back off 2x after each lost race
+ *
+ * Fast path (inline): one exchange. Slow path (out of line): spin on plain loads so the line stays
+ * shared while held, try the exchange only when it reads 0, and after each lost exchange wait a
+ * randomised, doubling number of lk_cpu_relax() (capped) so that N waiters do not all hit the line at
+ * the release. This is also the "TTAS baseline" of the lab.
+ *
+ * Misuse: lk_spin_ttas_unlock() on a lock that reads unlocked returns EPERM (and changes nothing).
+ * Unlocking a lock held by *another* thread cannot be detected (the word has no owner field).
+ */
+#ifndef LOCKLAB_SPIN_TTAS_H
+#define LOCKLAB_SPIN_TTAS_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct lk_spin_ttas {
+	_Atomic uint32_t locked;
+};
+
+#define LK_SPIN_TTAS_INIT { 0 }
+
+static inline void lk_spin_ttas_init(struct lk_spin_ttas *l)
+{
+	/* relaxed: initialisation, published by whatever hands `l` to other threads */
+	atomic_store_explicit(&l->locked, 0, memory_order_relaxed);
+}
+
+void lk_spin_ttas_lock_slow(struct lk_spin_ttas *l);
+
+/*
+ * Acquires the lock. ACQUIRE: everything the previous holder did before lk_spin_ttas_unlock()
+ * happens-before everything after this returns. Never fails; spins (and, after a long wait, yields
+ * the CPU) until acquired. Not recursive: locking a lock the caller holds spins forever.
+ */
+static inline void lk_spin_ttas_lock(struct lk_spin_ttas *l)
+{
+	/* acquire: pairs with the release store in lk_spin_ttas_unlock(). 0 -> 1 */
+	if (__builtin_expect(atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) == 0, 1))
+		return;
+	lk_spin_ttas_lock_slow(l);
+}
+
+/* Returns 0 with the lock held (ACQUIRE, as lk_spin_ttas_lock) or EBUSY without it. Never spins. */
+static inline int lk_spin_ttas_trylock(struct lk_spin_ttas *l)
+{
+	/* relaxed: a hint only; avoids taking the line exclusive when the lock is visibly held */
+	if (atomic_load_explicit(&l->locked, memory_order_relaxed))
+		return EBUSY;
+	/* acquire: pairs with the release store in lk_spin_ttas_unlock(). 0 -> 1 */
+	return atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) ? EBUSY : 0;
+}
+
+/*
+ * Releases the lock. RELEASE: the critical section happens-before the next acquisition.
+ * Returns 0, or EPERM if the lock was not held (nothing is changed then).
+ */
+static inline int lk_spin_ttas_unlock(struct lk_spin_ttas *l)
+{
+	/* relaxed: only the holder may store 0; a held lock cannot change under its holder's feet */
+	if (__builtin_expect(atomic_load_explicit(&l->locked, memory_order_relaxed) == 0, 0))
+		return EPERM;
+	/* release: pairs with the acquire exchange in lk_spin_ttas_lock()/trylock(). 1 -> 0 */
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
+	return 0;
+}
+
+/* True while some thread holds the lock (relaxed snapshot: a hint for assertions and statistics). */
+static inline bool lk_spin_ttas_is_locked(struct lk_spin_ttas *l)
+{
+	/* relaxed: a snapshot that orders nothing */
+	return atomic_load_explicit(&l->locked, memory_order_relaxed) != 0;
+}
+
+#endif /* LOCKLAB_SPIN_TTAS_H */

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * src/qspinlock.c - the queued spinlock's slow path and the per-thread node array (lock-word layout,
+ * state transitions and fast paths: include/locklab/qspinlock.h).
+ *
+ * Node array: nodes[slot] points to LK_QSPIN_MAX_NODES nodes of the thread that owns `slot`; it is
+ * allocated the first time the slot is claimed and kept (reused by the slot's next owner) so that a
+ * tail value always decodes to valid memory. Slots are claimed from a bitmap (fetch_or) and returned
+ * by a pthread key destructor at thread exit.
+ *
+ * Who spins where (tail, pending, locked):
+ *   pending waiter  the lock word, until locked == 0           then *,1,0 -> *,0,1
+ *   queue head      the lock word, until locked == pending == 0  then takes the lock
+ *   other queued    its own node's `locked` flag, set by its predecessor when that becomes head
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "locklab/qspinlock.h"
+#include "locklab/relax.h"
+
+struct qs_node {
+	struct qs_node *_Atomic next;
+	_Atomic uint32_t locked;	/* 1: our predecessor made us the queue head */
+	uint32_t pad;
+};
+
+#define SLOT_WORDS ((LK_QSPIN_MAX_THREADS + 63) / 64)
+
+static _Atomic uint64_t slot_map[SLOT_WORDS];			/* bit set = slot owned by a live thread */
+static struct qs_node *_Atomic slot_nodes[LK_QSPIN_MAX_THREADS];	/* allocated once, reused */
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static bool slot_key_ok;
+
+static __thread int qs_slot = -1;		/* -1: none yet, -2: none available */
+static __thread struct qs_node *qs_nodes;
+static __thread unsigned qs_depth;		/* nodes in use by this thread (signal-handler nesting) */
+
+/* The half-way pending handover (0,1,0 -> 0,0,1) takes a few instructions: wait this long for it. */
+#define PENDING_LOOPS 512
+
+static void slot_release(void *arg)
+{
+	unsigned slot = (unsigned)(uintptr_t)arg - 1;
+
+	/*
+	 * release: our last use of our nodes (inside the slow path) happens-before the next owner's
+	 * claim of the slot (acquire fetch_or in slot_claim), which then reinitialises them.
+	 */
+	atomic_fetch_and_explicit(&slot_map[slot / 64], ~(1ull << (slot % 64)), memory_order_release);
+}
+
+static void slot_key_create(void)
+{
+	slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0;
+}
+
+static __attribute__((cold)) void slot_claim(void)
+{
+	pthread_once(&slot_once, slot_key_create);
+	qs_slot = -2;
+	if (!slot_key_ok)
+		return;
+	for (unsigned w = 0; w < SLOT_WORDS; w++) {
+		/* relaxed: a hint where a free bit is; the fetch_or decides */
+		uint64_t m = atomic_load_explicit(&slot_map[w], memory_order_relaxed);
+
+		while (~m) {
+			unsigned b = (unsigned)__builtin_ctzll(~m);
+			unsigned slot = w * 64 + b;
+
+			if (slot >= LK_QSPIN_MAX_THREADS)
+				break;
+			/* acquire: pairs with the release fetch_and in slot_release() of the slot's last owner */
+			m = atomic_fetch_or_explicit(&slot_map[w], 1ull << b, memory_order_acquire);
+			if (m & (1ull << b))
+				continue;	/* lost the race for this bit; m is fresh */
+			/* relaxed: only this thread (the slot's owner) writes the entry */
+			struct qs_node *n = atomic_load_explicit(&slot_nodes[slot], memory_order_relaxed);
+
+			if (!n) {
+				n = aligned_alloc(64, 64);
+				if (!n) {
+					slot_release((void *)(uintptr_t)(slot + 1));
+					return;
+				}
+				/*
+				 * release: the allocation is visible to a thread that decodes our tail;
+				 * pairs with the acquire load in decode_tail() (the tail itself is also
+				 * published by the acq_rel tail exchange).
+				 */
+				atomic_store_explicit(&slot_nodes[slot], n, memory_order_release);
+			}
+			if (pthread_setspecific(slot_key, (void *)(uintptr_t)(slot + 1))) {
+				slot_release((void *)(uintptr_t)(slot + 1));
+				return;
+			}
+			qs_slot = (int)slot;
+			qs_nodes = n;
+			return;
+		}
+	}
+}
+
+static inline uint32_t encode_tail(unsigned slot, unsigned idx)
+{
+	return ((slot + 1) << LK_QSPIN_TAIL_SLOT_SHIFT) | (idx << LK_QSPIN_TAIL_IDX_SHIFT);
+}
+
+static inline struct qs_node *decode_tail(uint32_t tail)
+{
+	unsigned slot = (tail >> LK_QSPIN_TAIL_SLOT_SHIFT) - 1;
+	unsigned idx = (tail >> LK_QSPIN_TAIL_IDX_SHIFT) & 3;
+
+	/* acquire: pairs with the release store in slot_claim() */
+	return atomic_load_explicit(&slot_nodes[slot], memory_order_acquire) + idx;
+}
+
+/* No node available: spin on trylock (unfair, but correct). */
+static __attribute__((cold)) void spin_trylock(struct lk_qspinlock *l)
+{
+	unsigned spins = 0;
+
+	while (lk_qspin_trylock(l))
+		lk_spin_wait(&spins);
+}
+
+/* Replace the tail field, keep pending and locked: p,*,* -> tail,*,*. Returns the old word. */
+static inline uint32_t xchg_tail(struct lk_qspinlock *l, uint32_t tail)
+{
+	/* relaxed: the cas below validates the value */
+	uint32_t old = atomic_load_explicit(&l->val, memory_order_relaxed);
+
+	/*
+	 * acq_rel: release publishes our node's initialisation to the thread that will queue behind us
+	 * (it decodes our tail from this value and writes node->next); acquire lets us read the node of
+	 * the previous tail, published the same way by its owner.
+	 */
+	while (!atomic_compare_exchange_weak_explicit(&l->val, &old, (old & ~LK_QSPIN_TAIL_MASK) | tail,
+						      memory_order_acq_rel, memory_order_relaxed))
+		;
+	return old;
+}
+
+__attribute__((noinline)) void lk_qspin_lock_slow(struct lk_qspinlock *l, uint32_t val)
+{
+	struct qs_node *node, *next;
+	unsigned spins = 0, idx;
+	uint32_t tail, old;
+
+	/* 0,1,0: a pending waiter is between seeing locked == 0 and setting it; let it finish */
+	if (val == LK_QSPIN_PENDING) {
+		for (int i = 0; i < PENDING_LOOPS; i++) {
+			/* relaxed: only decides which path to take */
+			val = atomic_load_explicit(&l->val, memory_order_relaxed);
+			if (val != LK_QSPIN_PENDING)
+				break;
+			lk_cpu_relax();
+		}
+	}
+	/* somebody pends or queues already: queue behind them */
+	if (val & ~LK_QSPIN_LOCKED_MASK)
+		goto queue;
+
+	/*
+	 * 0,0,* -> 0,1,*: become the pending waiter.
+	 * acquire: if locked was already 0 we may own the lock below without another acquire;
+	 * pairs with the release fetch_sub in lk_qspin_unlock().
+	 */
+	val = atomic_fetch_or_explicit(&l->val, LK_QSPIN_PENDING, memory_order_acquire);
+	if (val & ~LK_QSPIN_LOCKED_MASK) {
+		/* pending or tail appeared meanwhile: undo our pending bit if we set it. *,1,* -> *,0,* */
+		if (!(val & LK_QSPIN_PENDING_MASK))
+			/* relaxed: we never owned anything through this bit */
+			atomic_fetch_and_explicit(&l->val, ~LK_QSPIN_PENDING, memory_order_relaxed);
+		goto queue;
+	}
+	/* we are the pending waiter: wait for the owner to go. *,1,1 -> *,1,0 */
+	if (val & LK_QSPIN_LOCKED_MASK) {
+		/* acquire: pairs with the release fetch_sub in lk_qspin_unlock() */
+		while (atomic_load_explicit(&l->val, memory_order_acquire) & LK_QSPIN_LOCKED_MASK)
+			lk_spin_wait(&spins);
+	}
+	/* take it: *,1,0 -> *,0,1. relaxed: the acquire load (or fetch_or) above already synchronised */
+	atomic_fetch_add_explicit(&l->val, LK_QSPIN_LOCKED - LK_QSPIN_PENDING, memory_order_relaxed);
+	return;
+
+queue:
+	if (__builtin_expect(qs_slot == -1, 0))
+		slot_claim();
+	if (qs_slot < 0 || qs_depth >= LK_QSPIN_MAX_NODES) {
+		spin_trylock(l);
+		return;
+	}
+	idx = qs_depth++;
+	node = qs_nodes + idx;
+	tail = encode_tail((unsigned)qs_slot, idx);
+	/* relaxed: published by the acq_rel tail exchange below */
+	atomic_store_explicit(&node->locked, 0, memory_order_relaxed);
+	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
+
+	/* the lock may have been released while we set up: one more try before queueing */
+	if (lk_qspin_trylock(l) == 0)
+		goto release;
+
+	old = xchg_tail(l, tail);
+	next = NULL;
+	if (old & LK_QSPIN_TAIL_MASK) {
+		struct qs_node *prev = decode_tail(old & LK_QSPIN_TAIL_MASK);
+
+		/* release: pairs with the acquire load of node->next by prev when it becomes head */
+		atomic_store_explicit(&prev->next, node, memory_order_release);
+		/* acquire: pairs with the release store of locked = 1 by prev (head handover) */
+		while (!atomic_load_explicit(&node->locked, memory_order_acquire))
+			lk_spin_wait(&spins);
+		spins = 0;
+	}
+
+	/* we are the head: wait for owner and pending waiter to go. *,x,y -> *,0,0 */
+	/* acquire: pairs with the release fetch_sub in lk_qspin_unlock() of the last owner */
+	while ((val = atomic_load_explicit(&l->val, memory_order_acquire)) &
+	       (LK_QSPIN_LOCKED_MASK | LK_QSPIN_PENDING_MASK))
+		lk_spin_wait(&spins);
+
+	/* last in the queue: n,0,0 -> 0,0,1. relaxed: the acquire load above synchronised with the owner */
+	if ((val & LK_QSPIN_TAIL_MASK) == tail &&
+	    atomic_compare_exchange_strong_explicit(&l->val, &val, LK_QSPIN_LOCKED, memory_order_relaxed,
+						    memory_order_relaxed))
+		goto release;
+	/*
+	 * Somebody queued behind us, or set pending transiently (it will see our tail, undo pending
+	 * and queue behind us): either way a successor will link in. *,*,0 -> *,*,1.
+	 * relaxed: only the head may set locked while tail != 0, and it already synchronised above.
+	 */
+	atomic_fetch_or_explicit(&l->val, LK_QSPIN_LOCKED, memory_order_relaxed);
+	/* acquire: pairs with the release store of node->next by the successor */
+	while (!(next = atomic_load_explicit(&node->next, memory_order_acquire)))
+		lk_spin_wait(&spins);
+	/* release: our writes (node reuse included) happen-before the successor runs as head */
+	atomic_store_explicit(&next->locked, 1, memory_order_release);
+release:
+	qs_depth--;
+}
