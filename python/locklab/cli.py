@@ -211,6 +211,7 @@ def cmd_list(ns):
 
 
 def cmd_describe(ns):
+    from rich.markup import escape
     from rich.table import Table
 
     from . import tables
@@ -218,13 +219,14 @@ def cmd_describe(ns):
     algorithms = driver.algorithms()
     con = tables.console()
     for wl in driver.workloads():
-        t = Table(title=f"{wl.name}: {wl.help} [metric {wl.metric}, "
-                  f"{'higher' if wl.higher_is_better else 'lower'} is better]", title_justify="left")
+        t = Table(title=escape(f"{wl.name}: {wl.help} [metric {wl.metric}, "
+                               f"{'higher' if wl.higher_is_better else 'lower'} is better]"),
+                  title_justify="left")
         for col in ("option", "type", "default", "sweep", "help"):
             t.add_column(col)
         for prm in wl.params:
-            t.add_row(_opt(prm.name), prm.type, str(prm.default), "yes" if
-                      (prm.axis or prm.name == "lock") else "", _param_help(prm, algorithms))
+            t.add_row(*(escape(x) for x in (_opt(prm.name), prm.type, str(prm.default), "yes" if
+                        (prm.axis or prm.name == "lock") else "", _param_help(prm, algorithms))))
         con.print(t)
     return 0
 

@@ -13,6 +13,7 @@ lower-is-better metric (a latency) the slowest run is the largest value.
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import stats as st
@@ -127,7 +128,8 @@ def cell_table(doc, cell):
     hib = doc.get("higher_is_better", True)
     base = doc.get("baseline")
     arrow = "higher is better" if hib else "lower is better"
-    t = Table(title=f"{doc['workload']} {fmt_params(cell['params'])}: {doc['metric']} ({arrow})",
+    t = Table(title=escape(f"{doc['workload']} {fmt_params(cell['params'])}: {doc['metric']} "
+                           f"({arrow})"),
               title_justify="left")
     for col in ("lock", "n", "min", "median", "mean", "max", f"ratio vs {base}", "95% CI", "p",
                 "verdict"):
@@ -143,8 +145,8 @@ def cell_table(doc, cell):
                 fmt_p(c["mannwhitney_p"]), c["verdict"]
         else:
             ratio = ci = p = v = "-"
-        t.add_row(name, str(s["n"]), fmt_num(s["min"]), fmt_num(s["median"]), fmt_num(s["mean"]),
-                  fmt_num(s["max"]), ratio, ci, p, v)
+        t.add_row(*(escape(x) for x in (name, str(s["n"]), fmt_num(s["min"]), fmt_num(s["median"]),
+                                        fmt_num(s["mean"]), fmt_num(s["max"]), ratio, ci, p, v)))
     return t
 
 
@@ -171,7 +173,7 @@ def print_cells(doc, con=None):
     for cell in doc["cells"]:
         con.print(cell_table(doc, cell))
         for line in cell_sentences(doc, cell):
-            con.print("  " + line, soft_wrap=True)
+            con.print("  " + escape(line), soft_wrap=True)
         con.print()
 
 
@@ -184,5 +186,6 @@ def list_table(list_doc):
         desc = a.get("desc") or ""
         if not a.get("available", True) and a.get("missing"):
             desc = f"{desc} [missing: {a['missing']}]"
-        t.add_row(a.get("family", ""), a.get("name", ""), a.get("opstype", ""), avail, desc)
+        t.add_row(*(escape(str(x)) for x in (a.get("family", ""), a.get("name", ""),
+                                             a.get("opstype", ""), avail, desc)))
     return t

@@ -1,0 +1,138 @@
+"""A stand-in for locklab-bench that speaks its three JSON documents, for CLI tests that must not depend
+on the C build.  Deterministic: a run's metric is a function of its lock, threads, load and how many
+times the same command ran before (read from the log), so tests can assert exact orders and known verdicts.
+
+Environment:
+    FAKE_BENCH_LOG    file that gets one JSON line (the argv) per invocation
+    FAKE_BENCH_FAIL   "STATUS" or "STATUS:LOCK": a run (of LOCK) exits STATUS with a message on stderr
+    FAKE_BENCH_BAD    "json": a run prints something that is not JSON
+"""
+
+import json
+import os
+import sys
+
+DESCRIBE = {
+    "schema": "locklab-describe/1",
+    "workloads": [
+        {"name": "mutex", "help": "fake mutex workload", "metric": "ops_per_sec",
+         "higher_is_better": True,
+         "params": [
+             {"name": "lock", "type": "alg", "default": "lk_mutex", "min": None, "max": None,
+              "choices": "mutex,spinlock", "help": "the lock", "axis": False},
+             {"name": "threads", "type": "uint", "default": "1", "min": 1, "max": 4096,
+              "choices": None, "help": "threads", "axis": True},
+             {"name": "load", "type": "uint", "default": "0", "min": 0, "max": 1000000,
+              "choices": None, "help": "pauses", "axis": True},
+             {"name": "duration", "type": "double", "default": "1", "min": 0.01, "max": 3600,
+              "choices": None, "help": "seconds", "axis": False},
+             {"name": "warmup", "type": "double", "default": "0.1", "min": 0, "max": 60,
+              "choices": None, "help": "seconds", "axis": False},
+             {"name": "seed", "type": "uint", "default": "1", "min": 0, "max": 100,
+              "choices": None, "help": "a param that collides with the CLI's --seed",
+              "axis": False},
+         ]},
+        {"name": "wake", "help": "fake latency workload", "metric": "wake_ns",
+         "higher_is_better": False,
+         "params": [
+             {"name": "lock", "type": "str", "default": None, "min": None, "max": None,
+              "choices": "fast,slow", "help": "variant", "axis": False},
+             {"name": "waiters", "type": "uint", "default": "4", "min": 1, "max": 64,
+              "choices": None, "help": "waiters", "axis": True},
+         ]},
+    ],
+}
+
+LIST = {
+    "schema": "locklab-list/1",
+    "algorithms": [
+        {"family": "mutex", "name": "lk_mutex", "opstype": "lock", "desc": "adaptive",
+         "available": True, "missing": None},
+        {"family": "mutex", "name": "glibc_normal", "opstype": "lock", "desc": "glibc",
+         "available": True, "missing": None},
+        {"family": "mutex", "name": "futex3", "opstype": "lock", "desc": "drepper",
+         "available": True, "missing": None},
+        {"family": "mutex", "name": "glibc_pi", "opstype": "lock", "desc": "pi",
+         "available": False, "missing": "PI futexes disabled in this fake"},
+        {"family": "spinlock", "name": "spin_ttas", "opstype": "lock", "desc": "ttas",
+         "available": True, "missing": None},
+        {"family": "refcount", "name": "ref_full", "opstype": "refcount", "desc": "refcount",
+         "available": True, "missing": None},
+    ],
+}
+
+# lk_mutex is clearly faster than the glibc_normal baseline; futex3 sits inside its noise
+BASE = {"lk_mutex": 2.0e6, "glibc_normal": 1.0e6, "futex3": 1.0e6, "spin_ttas": 0.5e6}
+
+
+def log(argv):
+    """Appends argv to the log; returns how many times this exact argv ran before (the repeat)."""
+    path = os.environ.get("FAKE_BENCH_LOG")
+    n = 0
+    line = json.dumps(argv) + "\n"
+    if path:
+        if os.path.exists(path):
+            with open(path) as f:
+                n = sum(1 for ln in f if ln == line)
+        with open(path, "a") as f:
+            f.write(line)
+    return n
+
+
+def bad(arg, what, got):
+    sys.stderr.write(f"locklab-bench: --{arg}: expected {what}, got '{got}'\n")
+    sys.exit(2)
+
+
+def main():
+    argv = sys.argv[1:]
+    n = log(argv)
+    if argv == ["describe"]:
+        print(json.dumps(DESCRIBE))
+        return
+    if argv == ["list", "--json"]:
+        print(json.dumps(LIST))
+        return
+    if not argv:
+        bad("workload", "a workload name", "")
+    wl = next((w for w in DESCRIBE["workloads"] if w["name"] == argv[0]), None)
+    if wl is None:
+        bad("workload", "a workload name", argv[0])
+    params = {p["name"]: p["default"] for p in wl["params"]}
+    it = iter(argv[1:])
+    for opt in it:
+        name = opt[2:]
+        if name not in params:
+            bad(name, "a known option", opt)
+        params[name] = next(it)
+    typed = {}
+    for p in wl["params"]:
+        v = params[p["name"]]
+        typed[p["name"]] = int(v) if p["type"] == "uint" else float(v) if p["type"] == "double" else v
+    fail = os.environ.get("FAKE_BENCH_FAIL")
+    if fail:
+        st, _, only = fail.partition(":")
+        if not only or only == typed.get("lock"):
+            sys.stderr.write(f"locklab-bench: fake failure for {typed.get('lock')}\n")
+            sys.exit(int(st))
+    if os.environ.get("FAKE_BENCH_BAD") == "json":
+        print("this is not json")
+        return
+    jitter = 1.0 + 0.01 * (n % 5)  # repeat k of a cell and lock gets 1 + k/100
+    if wl["name"] == "mutex":
+        v = BASE[typed["lock"]] / (1 + typed["load"] / 100) * jitter
+        result = {"ops_per_sec": v, "cpu_ns_per_op": 1e9 / v * 2, "fairness_jain": 0.9,
+                  "latency": {"p99_ns": 100 * jitter}, "serial_fraction": 0.5}
+    else:
+        v = (100.0 if typed["lock"] == "fast" else 300.0) * typed["waiters"] * jitter
+        result = {"wake_ns": v}
+    rec = {"schema": "locklab-run/1", "workload": wl["name"], "lock": typed.get("lock"),
+           "params": typed,
+           "machine": {"cpu_model": "Fake CPU", "online_cpus": 2, "kernel": "6.18-fake",
+                       "relax": "x86 pause", "pause_ns": 30.0},
+           "result": result}
+    print(json.dumps(rec))
+
+
+if __name__ == "__main__":
+    main()
