@@ -414,6 +414,14 @@ def _legend(fig, axs_flat, ncol=None):
                    ncol=ncol or min(len(labels), 5), frameon=False)
 
 
+def _suptitle(fig, text):
+    """A figure title wrapped to the figure's width (about 11 characters per inch at 11 pt)."""
+    import textwrap
+
+    width = max(40, int(fig.get_figwidth() * 11))
+    fig.suptitle("\n".join(textwrap.wrap(text, width)), fontsize=11)
+
+
 def _metric_label(res):
     return f"{res.metric} ({'higher' if res.higher_is_better else 'lower'} is better)"
 
@@ -455,8 +463,8 @@ def fig_metric_vs_axis(res, figs, x_axis, ylabel=None, title=None, slug="through
                      fontsize=10)
     if not drawn:
         return None, "no cell has a median for any lock"
-    fig.suptitle(title or f"{res.workload}: {_metric_label(res)} vs {x_axis} "
-                 "(median, bars = min..max)", fontsize=11)
+    _suptitle(fig, title or f"{res.workload}: {_metric_label(res)} vs {x_axis} "
+                 "(median, bars = min..max)")
     _legend(fig, flat)
     note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
     return figs.save(fig, f"{res.workload}-{slug}-vs-{x_axis}"), note
@@ -490,12 +498,13 @@ def fig_cell_bars(res, figs):
                    edgecolor="black" if lock == winner else style["color"],
                    linewidth=1.8 if lock == winner else 0.5, alpha=0.85)
         ax.set_xticks([])
+        ax.set_xlim(-0.6, max(len(res.locks), 3) - 0.4)
         ax.set_title(res.cell_label(cell, sep="  "), fontsize=9)
         _eng_axis(ax)
         ax.tick_params(labelsize=8)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(f"{res.workload}: {_metric_label(res)} per cell (median, whisker = 95% CI; "
-                 "hatched = baseline, black edge = winner)", fontsize=11)
+    _suptitle(fig, f"{res.workload}: {_metric_label(res)} per cell (median, whisker = 95% CI; "
+                 "hatched = baseline, black edge = winner)")
     _legend(fig, flat)
     note = None
     if len(res.cells) > MAX_CELL_PANELS:
@@ -512,7 +521,7 @@ def _cdf_points(run):
             if x is not None and f is not None and x > 0 and 0 <= f <= 1:
                 pts.append((x, f))
     pts.sort()
-    return pts
+    return pts if len(pts) >= 2 else []  # one point draws nothing
 
 
 def representative_cell(res):
@@ -574,8 +583,8 @@ def fig_latency_cdf(res, figs):
     for a in (ax_cdf, ax_tail):
         a.grid(True, which="both", alpha=0.25)
     label = res.cell_label(cell)
-    fig.suptitle(f"{res.workload}: acquisition latency at {label} "
-                 "(per lock: the repeat with the median p99)", fontsize=11)
+    _suptitle(fig, f"{res.workload}: acquisition latency at {label} "
+                 "(per lock: the repeat with the median p99)")
     _legend(fig, [ax_cdf])
     return figs.save(fig, f"{res.workload}-latency"), None, label
 
@@ -621,8 +630,7 @@ def fig_fairness_cpu(res, figs, x_axis):
             if row == 0:
                 ax.set_title(", ".join(f"{k}={_fmt_val(v)}" for k, v in combo.items())
                              or res.workload, fontsize=9)
-    fig.suptitle(f"{res.workload}: fairness and CPU cost per operation (cell medians)",
-                 fontsize=11)
+    _suptitle(fig, f"{res.workload}: fairness and CPU cost per operation (cell medians)")
     _legend(fig, [a for row in axs for a in row])
     note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
     return figs.save(fig, f"{res.workload}-fairness-cpu"), note
@@ -693,7 +701,7 @@ def fig_lockref(res, figs):
     ax_cas.set_ylabel("CAS failures per success")
     ax_cas.set_ylim(bottom=0)
     ax_cas.set_title("CAS failures per success (mean of runs)", fontsize=10)
-    fig.suptitle(f"{res.workload}: retry-limit sweep", fontsize=11)
+    _suptitle(fig, f"{res.workload}: retry-limit sweep")
     _legend(fig, [ax_ops, ax_cas], ncol=4)
     note = f"showing {len(combos)} of {total} line groups" if total > len(combos) else None
     return figs.save(fig, f"{res.workload}-retry-sweep"), note
@@ -746,8 +754,8 @@ def fig_futex_hash(res, figs):
                      fontsize=10)
     if not drawn:
         return None, "no futex-hash cell has a median"
-    fig.suptitle(f"{res.workload}: {_metric_label(res)} per layout and lock "
-                 "(median, whisker = 95% CI)", fontsize=11)
+    _suptitle(fig, f"{res.workload}: {_metric_label(res)} per layout and lock "
+                 "(median, whisker = 95% CI)")
     _legend(fig, flat)
     note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
     return figs.save(fig, f"{res.workload}-layouts"), note
@@ -821,11 +829,12 @@ def _comparison_table(res):
         tied = [t for t in _list(cell.get("winner_tied_with")) if isinstance(t, str)]
         wtxt = winner + (f" (tied with {', '.join(tied)})" if tied else "")
         if not comps:
-            comps = [{}]
+            # Nothing to compare (one lock, or no baseline): one row per lock with its median.
+            comps = [{"lock": lk} for lk in res.locks if res.stat(cell, lk)] or [{}]
         for comp in comps:
             lock = comp.get("lock") if isinstance(comp.get("lock"), str) else "-"
             base = comp.get("baseline") if isinstance(comp.get("baseline"), str) else \
-                (res.baseline or "-")
+                (res.baseline if res.baseline and res.baseline != lock else "-")
             st, bst = res.stat(cell, lock), res.stat(cell, base)
             ratio = _num(comp.get("ratio"))
             ci = _pair(comp.get("ratio_ci95"))
