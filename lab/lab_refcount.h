@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lab/lab_refcount.h - opstype `refcount`: struct lab_refcount_ops, what a registry entry of family
+ * `refcount` provides (lab/adapters/refcount.c: refcount_fast, refcount_full, refcount_atomic).
+ *
+ * The per-operation pointers are for tests and workloads that mix operations; `timing` runs the whole
+ * LKDTM REFCOUNT_TIMING loop with the operations inlined, so a timing measures the refcount and not an
+ * indirect call per operation.
+ */
+#ifndef LOCKLAB_LAB_REFCOUNT_H
+#define LOCKLAB_LAB_REFCOUNT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "locklab/refcount.h"
+
+struct lab_refcount_ops {
+	const char *impl;				/* "fast", "full", "atomic" */
+	bool saturates;					/* false for the plain atomic baseline */
+	void (*inc)(struct lk_refcount *r);
+	bool (*inc_not_zero)(struct lk_refcount *r);
+	void (*dec)(struct lk_refcount *r);
+	bool (*dec_and_test)(struct lk_refcount *r);
+	/*
+	 * With *r == 1: n increments, then n + 1 dec_and_tests (LKDTM: n = INT_MAX - 1). Returns how
+	 * many dec_and_tests returned true (1 when the implementation is correct). n <= INT_MAX - 1.
+	 */
+	uint64_t (*timing)(struct lk_refcount *r, uint64_t n);
+};
+
+#endif /* LOCKLAB_LAB_REFCOUNT_H */
