@@ -46,8 +46,8 @@
  *       thread is removed from its queue and its unpark_token is written.
  *   I3  a bucket of a retired table is never modified again except that its lock is taken and
  *       dropped by threads that loaded the old table pointer; they see `cur` changed and retry.
- *   I4  tables only grow, at least doubling: the retired tables add up to less than the current
- *       one, so retired_bytes < table_bytes at all times (see "Growth").
+ *   I4  tables only grow, at least doubling, from LKP_MIN_BUCKETS: the retired tables add up to
+ *       less than the current one, so retired_bytes < table_bytes at all times (see "Growth").
  *
  * Thread states
  *
@@ -163,6 +163,24 @@
 
 #define LKP_POISON	0x40000000u	/* waiters value of a retired bucket: never 0 */
 #define LKP_SPIN	100		/* bucket-lock spins before sleeping: holds are short */
+/* Smallest table. With at least 16 buckets the 64-byte headers of all retired tables (one per
+ * doubling, at most 20 up to the 2^24-bucket cap) stay below the buckets the doublings saved, so
+ * retired_bytes < table_bytes holds in bytes, not only in buckets (I4). */
+#define LKP_MIN_BUCKETS	16
+
+/*
+ * The lockless "bucket is empty" pre-check needs the seq_cst fence pair described at the top.
+ * ThreadSanitizer does not model atomic_thread_fence(), so under TSan the pre-check is compiled
+ * out and every operation takes the bucket lock: everything TSan then sees is ordered by locks.
+ */
+#if defined(LOCKLAB_SANITIZE_thread)
+#define LKP_PRECHECK 0
+#define dekker_fence() do { } while (0)
+#else
+#define LKP_PRECHECK 1
+/* seq_cst fence: the two halves of the waiters/state Dekker pair (see the top of this file) */
+#define dekker_fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Layout                                                                                            */
@@ -287,6 +305,8 @@ static struct table *table_alloc(size_t n)
 	struct table *t;
 	unsigned lg = 0;
 
+	if (n < LKP_MIN_BUCKETS)
+		n = LKP_MIN_BUCKETS;
 	while (((size_t)1 << lg) < n)
 		lg++;
 	n = (size_t)1 << lg;
@@ -614,8 +634,10 @@ static inline bool empty_fast(const void *addr)
 {
 	struct table *t;
 
+	if (!LKP_PRECHECK)
+		return false;
 	/* seq_cst fence: pairs with the fence after waiters++ in park() (Dekker, see top) */
-	atomic_thread_fence(memory_order_seq_cst);
+	dekker_fence();
 	/* acquire: pairs with the release publication of cur (the bucket array) */
 	t = atomic_load_explicit(&cur, memory_order_acquire);
 	if (!t)
@@ -646,7 +668,7 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	waiters_add(b, 1);
 	/* seq_cst fence: pairs with the fence in empty_fast(): either the waker sees waiters != 0 or
 	 * validate() below sees the waker's state change */
-	atomic_thread_fence(memory_order_seq_cst);
+	dekker_fence();
 	if (ops && ops->validate && !ops->validate(ctx)) {
 		waiters_add(b, -1);
 		bucket_unlock(b);
@@ -851,7 +873,7 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 		waiters_add(b2, (int)r.requeued_threads);
 		/* seq_cst fence: the requeued threads now wait on `to` without having validated it;
 		 * pairs with empty_fast()'s fence for a waker of `to` (as waiters++ in park()) */
-		atomic_thread_fence(memory_order_seq_cst);
+		dekker_fence();
 	}
 	if (wake)
 		r.waited_ns = now_ns() - wake->park_ns;
@@ -984,3 +1006,6 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 #undef LKP_LAYOUT_NAME
 #undef LKP_POISON
 #undef LKP_SPIN
+#undef LKP_MIN_BUCKETS
+#undef LKP_PRECHECK
+#undef dekker_fence

@@ -22,7 +22,9 @@
 static _Atomic uint32_t word_a, word_b, word_c;
 static _Atomic int nparked;		/* before_sleep calls */
 static _Atomic int order[MAXW];		/* wake order, by id */
-static _Atomic int norder;
+#define ORD(i) atomic_load_explicit(&order[i], memory_order_relaxed)	/* after wait_woken()'s acquire */
+static _Atomic int nslot;		/* next free slot of order[] */
+static _Atomic int norder;		/* slots filled */
 
 struct waiter {
 	pthread_t th;
@@ -64,8 +66,10 @@ static void *waiter_main(void *arg)
 	struct waiter *w = arg;
 
 	w->ret = lk_park(w->addr, &ops, w, w->park_token, NULL, CLOCK_MONOTONIC, &w->got);
-	/* relaxed index, release store: main reads after join or after the acquire on norder */
-	order[atomic_fetch_add_explicit(&norder, 1, memory_order_acq_rel)] = (int)w->id;
+	/* relaxed: slot allocation only; the release increment of norder publishes the slot */
+	atomic_store_explicit(&order[atomic_fetch_add_explicit(&nslot, 1, memory_order_relaxed)], (int)w->id,
+			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&norder, 1, memory_order_release);	/* pairs with wait_woken() */
 	return NULL;
 }
 
@@ -86,6 +90,7 @@ static void start_waiters(struct waiter *w, int n, const void *addr)
 {
 	atomic_store_explicit(&nparked, 0, memory_order_relaxed);
 	atomic_store_explicit(&norder, 0, memory_order_relaxed);
+	atomic_store_explicit(&nslot, 0, memory_order_relaxed);
 	for (int i = 0; i < n; i++) {
 		w[i] = (struct waiter){ .id = (unsigned)i, .addr = addr, .park_token = 100 + (lk_token_t)i,
 					.validate_result = true };
@@ -230,7 +235,7 @@ static void test_fifo_unpark_one(void)
 		CHECK_EQ(last_r.have_more_threads, i < N - 1);
 		CHECK(last_r.waited_ns > 0);
 		wait_woken(i + 1);
-		CHECK_EQ(order[i], i);	/* FIFO per address */
+		CHECK_EQ(ORD(i), i);	/* FIFO per address */
 	}
 	join_all(w, N);
 	for (int i = 0; i < N; i++) {
@@ -320,7 +325,7 @@ static void test_requeue(void)
 			}
 			if (cases[c].unparked) {
 				wait_woken(1);
-				CHECK_EQ(order[0], 0);		/* the oldest is the one unparked */
+				CHECK_EQ(ORD(0), 0);		/* the oldest is the one unparked */
 			}
 			/* what was requeued is on `to`, in order: drain it one at a time */
 			for (unsigned i = 0; i < cases[c].requeued; i++) {
@@ -328,7 +333,7 @@ static void test_requeue(void)
 
 				CHECK_EQ(lk_unpark_one(tos[tc], one_cb, (void *)1), 1);
 				wait_woken(before + 1);
-				CHECK_EQ(order[before], (int)(cases[c].unparked + i));
+				CHECK_EQ(ORD(before), (int)(cases[c].unparked + i));
 			}
 			if (tos[tc] != &word_a)
 				CHECK_EQ(lk_unpark_all(tos[tc], 0), 0);	/* nothing else went there */
@@ -363,7 +368,7 @@ static void test_filter(void)
 	CHECK_EQ(last_r.unparked_threads, 2);
 	CHECK(last_r.have_more_threads);
 	wait_woken(2);
-	CHECK((order[0] == 0 && order[1] == 2) || (order[0] == 2 && order[1] == 0));
+	CHECK((ORD(0) == 0 && ORD(1) == 2) || (ORD(0) == 2 && ORD(1) == 0));
 	CHECK_EQ(lk_unpark_all(&word_a, 0), N - 2);
 	join_all(w, N);
 	CHECK_EQ(w[0].got, 7);
