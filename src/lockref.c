@@ -85,6 +85,19 @@ static inline int lr_limit(const struct lk_lockref *lr)
 			lr_stats.fallback_locked++;                                                 \
 	} while (0)
 
+/* ACQUIRE after the count reached zero; TSan does not model fences (see lk_refcount's twin). */
+static inline void lr_acquire_after_zero(struct lk_lockref *lr)
+{
+#if defined(__SANITIZE_THREAD__)
+	/* acquire: pairs with the release cmpxchgs of the other puts (release sequence on the word) */
+	(void)atomic_load_explicit(&lr->lock_count, memory_order_acquire);
+#else
+	(void)lr;
+	/* acquire: pairs with the release cmpxchgs of the other puts */
+	atomic_thread_fence(memory_order_acquire);
+#endif
+}
+
 void lk_lockref_init(struct lk_lockref *lr, int count)
 {
 	/* relaxed: initialisation, published by whatever hands `lr` to other threads */
@@ -203,7 +216,7 @@ int lk_lockref_put_return(struct lk_lockref *lr)
 	/* release: as put_not_zero; the acquire fence on reaching 0 pairs with the other puts' release */
 	CMPXCHG_LOOP(lr, memory_order_release,
 		     if (c <= 0) return -1; cnt = (uint32_t)c - 1,
-		     if (cnt == 0) atomic_thread_fence(memory_order_acquire); return (int)cnt);
+		     if (cnt == 0) lr_acquire_after_zero(lr); return (int)cnt);
 	return -1;
 }
 

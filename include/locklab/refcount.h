@@ -97,6 +97,23 @@ static inline bool lk_refcount_is_saturated(const struct lk_refcount *r)
 	return lk_refcount_read(r) < 0;
 }
 
+/*
+ * The ACQUIRE after a decrement that reached zero (the kernel's smp_acquire__after_ctrl_dep()): an
+ * acquire fence. ThreadSanitizer does not model fences, so its builds use an acquire load of the
+ * counter instead, which synchronises with the same release sequence of decrements.
+ */
+static inline void lk_refcount_acquire_after_zero_(struct lk_refcount *r)
+{
+#if defined(__SANITIZE_THREAD__)
+	/* acquire: pairs with the release decrements of every other holder (release sequence) */
+	(void)atomic_load_explicit(&r->refs, memory_order_acquire);
+#else
+	(void)r;
+	/* acquire: pairs with the release decrements of every other holder */
+	atomic_thread_fence(memory_order_acquire);
+#endif
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* fast: one atomic RMW, check afterwards                                                            */
 
@@ -169,8 +186,7 @@ static inline bool lk_refcount_fast_sub_and_test(struct lk_refcount *r, int i)
 	/* release: our accesses to the object happen-before the free by whoever reaches zero */
 	old = atomic_fetch_sub_explicit(&r->refs, i, memory_order_release);
 	if (old == i) {
-		/* acquire: pairs with the release fetch_sub of every other holder */
-		atomic_thread_fence(memory_order_acquire);
+		lk_refcount_acquire_after_zero_(r);
 		return true;
 	}
 	if (__builtin_expect(old < i, 0))
@@ -184,8 +200,7 @@ static inline bool lk_refcount_fast_dec_and_test(struct lk_refcount *r)
 	int old = atomic_fetch_sub_explicit(&r->refs, 1, memory_order_release);
 
 	if (old == 1) {
-		/* acquire: pairs with the release fetch_sub of every other holder */
-		atomic_thread_fence(memory_order_acquire);
+		lk_refcount_acquire_after_zero_(r);
 		return true;
 	}
 	if (__builtin_expect(old < 1, 0))
@@ -305,8 +320,7 @@ static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i)
 		if (lk_refcount_full_try_(r, &old, old - i, memory_order_release, 0, __func__)) {
 			if (old != i)
 				return false;
-			/* acquire: pairs with the release cmpxchg of every other holder */
-			atomic_thread_fence(memory_order_acquire);
+			lk_refcount_acquire_after_zero_(r);
 			return true;
 		}
 	}
