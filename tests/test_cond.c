@@ -210,7 +210,7 @@ static void test_producer_consumer(unsigned np, unsigned nc)
 		.not_full = LK_COND_INITIALIZER,
 		.not_empty = LK_COND_INITIALIZER,
 		.producers_left = np,
-		.per_producer = lkt_sanitized() ? 2000 : 20000,
+		.per_producer = lkt_sanitized() ? 8000 : 20000,
 	};
 	pthread_t t[32];
 
@@ -264,7 +264,7 @@ static void *bc_waiter(void *arg)
 static void test_broadcast(unsigned n, bool hold_mutex)
 {
 	struct bc b = { .m = LK_MUTEX_INITIALIZER, .c = LK_COND_INITIALIZER };
-	struct bc_arg a = { .b = &b, .rounds = lkt_sanitized() ? 50 : 300 };
+	struct bc_arg a = { .b = &b, .rounds = lkt_sanitized() ? 150 : 300 };
 	pthread_t t[32];
 
 	for (unsigned i = 0; i < n; i++)
@@ -326,7 +326,7 @@ static void *pp_player(void *arg)
 static void test_ping_pong(void)
 {
 	struct pp p = { .m = LK_MUTEX_INITIALIZER, .c = LK_COND_INITIALIZER,
-			.rounds = lkt_sanitized() ? 5000 : 50000 };
+			.rounds = lkt_sanitized() ? 20000 : 50000 };
 	struct pp_arg a[2] = { { &p, 0 }, { &p, 1 } };
 	pthread_t t[2];
 
@@ -393,7 +393,7 @@ static void test_timed_race(void)
 {
 	enum { NW = 6 };
 	struct tw w = { .m = LK_MUTEX_INITIALIZER, .c = LK_COND_INITIALIZER,
-			.per_thread = lkt_sanitized() ? 300 : 3000 };
+			.per_thread = lkt_sanitized() ? 1000 : 3000 };
 	pthread_t t[NW + 1];
 
 	for (int i = 0; i < NW; i++)

@@ -216,7 +216,7 @@ static void *excl_worker(void *arg)
 static void test_exclusion(const char *what, const struct lk_mutex_policy *p)
 {
 	enum { NT = 6 };
-	struct excl e = { .m = LK_MUTEX_INITIALIZER, .iters = lkt_sanitized() ? 5000 : 50000 };
+	struct excl e = { .m = LK_MUTEX_INITIALIZER, .iters = lkt_sanitized() ? 20000 : 50000 };
 	pthread_t t[NT];
 	struct lk_mutex_policy def;
 	uint64_t expect;

@@ -150,7 +150,7 @@ static void churn(const char *what, const struct lk_mutex_policy *p, unsigned nt
 {
 	struct churn c = {
 		.m = LK_MUTEX_INITIALIZER,
-		.iters = lkt_sanitized() ? iters / 10 : iters,
+		.iters = lkt_sanitized() ? iters / 3 : iters,
 		.timed = timed,
 		.nthreads = nthreads,
 	};
