@@ -125,14 +125,6 @@ def build_plan(wl, algorithms, ns):
     """Validate the parsed bench options against the description; returns a runner.Plan."""
     repeat = runner.parse_positive_int(ns.repeat, "--repeat")
     seed = runner.parse_positive_int(ns.seed, "--seed", lo=0, hi=2**63 - 1)
-    locks = []
-    lp = wl.lock_param
-    if lp is not None:
-        text = ns.p_lock if ns.p_lock is not None else lp.default
-        if text is None:
-            raise UsageError("--lock: required (this workload has no default lock)")
-        locks = [runner.parse_value(lp, t, algorithms, "--lock")
-                 for t in runner.split_list(text, "--lock")]
     axes, fixed = {}, {}
     for prm in wl.params:
         if prm.name == "lock":
@@ -151,6 +143,15 @@ def build_plan(wl, algorithms, ns):
             axes[prm.name] = vals
         else:
             fixed[prm.name] = vals[0]
+    # the lock last: a bad value the user typed is reported before a default the build lacks
+    locks = []
+    lp = wl.lock_param
+    if lp is not None:
+        text = ns.p_lock if ns.p_lock is not None else lp.default
+        if text is None:
+            raise UsageError("--lock: required (this workload has no default lock)")
+        locks = [runner.parse_value(lp, t, algorithms, "--lock")
+                 for t in runner.split_list(text, "--lock")]
     return runner.Plan(wl, locks, axes, fixed, repeat, baseline=ns.baseline, shuffle=ns.shuffle,
                        seed=seed)
 

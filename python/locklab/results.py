@@ -36,7 +36,7 @@ def load(path):
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        if e.pos >= len(text.rstrip()):
+        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
             raise UsageError(f"{path}: truncated JSON (ends at byte {len(text)} inside a value)")
         raise UsageError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})")
     if not isinstance(doc, dict):

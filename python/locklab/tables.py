@@ -28,7 +28,7 @@ def fmt_num(x):
     if a >= 1000:
         return f"{x:,.0f}"
     if a >= 100:
-        return f"{x:.1f}"
+        return f"{x:.0f}" if x.is_integer() else f"{x:.1f}"
     if a == 0:
         return "0"
     return f"{x:.3g}"
@@ -110,7 +110,7 @@ def changelog_block(cand, base, hib=True, cand_name="candidate", base_name="base
     lines = ["  ".join([r[0].ljust(w[0])] + [r[i].rjust(w[i]) for i in (1, 2, 3)]).rstrip()
              for r in cells]
     c = comparison or st.compare_samples(cand, base, hib)
-    lines.append(f"median ratio {fmt_ratio(c['ratio'])} (95% CI {fmt_ci(c['ratio_ci95'])}), "
+    lines.append(f"ratio of medians {fmt_ratio(c['ratio'])} (95% CI {fmt_ci(c['ratio_ci95'])}), "
                  f"Mann-Whitney p = {fmt_p(c['mannwhitney_p'])}, n = {len(base)} vs {len(cand)}: "
                  f"{c['verdict']}")
     lines.append(overlap_sentence(cand, base, hib, cand_name, base_name))
