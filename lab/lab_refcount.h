@@ -29,4 +29,29 @@ struct lab_refcount_ops {
 	uint64_t (*timing)(struct lk_refcount *r, uint64_t n);
 };
 
+
+/*
+ * Failures-per-operation histogram shared by the seed-002 workloads (lockref, cas-storm): exact counts
+ * for 0..LAB_FHIST_MAX-1 failures, one overflow bucket, exact max. Per thread, merged after join.
+ */
+#define LAB_FHIST_MAX 4096
+
+struct lab_fhist {
+	uint64_t n[LAB_FHIST_MAX + 1];
+	uint64_t ops, failures, max;
+};
+
+struct lab_json;
+static inline void lab_fhist_add(struct lab_fhist *h, uint64_t failures)
+{
+	h->n[failures < LAB_FHIST_MAX ? failures : LAB_FHIST_MAX]++;
+	h->ops++;
+	h->failures += failures;
+	if (failures > h->max)
+		h->max = failures;
+}
+void lab_fhist_merge(struct lab_fhist *into, const struct lab_fhist *from);
+/* {"ops","failures","mean","p50","p90","p99","p999","max","hist":[[failures,count],...]} under key */
+void lab_fhist_emit(struct lab_json *j, const char *key, const struct lab_fhist *h);
+
 #endif /* LOCKLAB_LAB_REFCOUNT_H */
