@@ -260,7 +260,7 @@ static void test_stress(void)
 {
 	static const int limits[] = { 0, 1, 15, LK_LOCKREF_RETRY_DEFAULT, LK_LOCKREF_RETRY_UNBOUNDED };
 	static struct shared s;
-	unsigned iters = lkt_sanitized() ? 20000 : 200000;
+	unsigned iters = lkt_sanitized() ? 60000 : 200000;
 
 	for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
 		pthread_t th[4];

@@ -305,7 +305,7 @@ static void run_threads(void *(*fn)(void *), struct shared *s, int n)
 
 static void test_concurrent(void)
 {
-	unsigned iters = lkt_sanitized() ? 20000 : 400000;
+	unsigned iters = lkt_sanitized() ? 100000 : 400000;
 
 	for (size_t k = 0; k < 2; k++) {
 		static struct shared s;

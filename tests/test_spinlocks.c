@@ -183,7 +183,7 @@ static void test_exclusion(void)
 		pthread_t th[4];
 
 		s = (struct shared){ .kd = &kinds[k], .nthreads = nthreads };
-		s.iters = lkt_sanitized() ? 5000 : (kinds[k].fifo ? 100000 : 200000);
+		s.iters = lkt_sanitized() ? 20000 : (kinds[k].fifo ? 100000 : 200000);
 		for (int i = 0; i < nthreads; i++)
 			CHECK_EQ(pthread_create(&th[i], NULL, cs_thread, &s), 0);
 		for (int i = 0; i < nthreads; i++)
