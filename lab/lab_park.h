@@ -86,4 +86,14 @@ void lab_fxpool_stop(struct lab_fxpool *p);
 /* The round's samples: emits {"n","median_ns","min_ns","max_ns","mean_ns","p90_ns","samples_ns":[...]}. */
 void lab_fx_emit_samples(struct lab_json *j, const char *key, uint64_t *ns, size_t n);
 
+uint64_t lab_fx_median(const uint64_t *ns, size_t n);
+
+/*
+ * Wakes `share` waiters on addr, `nwake` per call (0 = broadcast calls), until `share` were woken
+ * (or a million calls in a row woke nobody); returns how many were woken, *calls how many calls.
+ * Kernel: FUTEX_WAKE(nwake); lot: unpark_one (1), unpark_all (0), unpark_filter stopping at nwake.
+ */
+unsigned lab_fx_wake_n(const struct lab_fx *fx, _Atomic uint32_t *addr, unsigned share, unsigned nwake,
+		       unsigned *calls);
+
 #endif /* LOCKLAB_LAB_PARK_H */
