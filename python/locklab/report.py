@@ -602,7 +602,7 @@ def fig_fairness_cpu(res, figs, x_axis):
     for col, combo in enumerate(combos):
         for row, (key, ylabel) in enumerate(present):
             ax = axs[row][col]
-            for lock in res.locks:
+            for li, lock in enumerate(res.locks):
                 px, py = [], []
                 for i, xv in enumerate(xs):
                     cell = res.find_cell(dict(combo, **({x_axis: xv} if x_axis else {})))
@@ -612,12 +612,17 @@ def fig_fairness_cpu(res, figs, x_axis):
                     if v is not None:
                         px.append(i)
                         py.append(v)
-                if px:
+                if px and x_axis:
                     ax.plot(px, py, label=lock, linewidth=1.5, markersize=4, **res.lock_style(lock))
+                elif px:  # nothing swept: one bar per lock
+                    ax.bar(li, py[0], label=lock, color=res.lock_style(lock)["color"], alpha=0.85,
+                           hatch="//" if lock == res.baseline else None)
             if x_axis:
                 _categorical_x(ax, xs, x_axis)
             else:
-                ax.set_xticks([])
+                ax.set_xticks(range(len(res.locks)))
+                ax.set_xticklabels(res.locks, fontsize=8)
+                ax.set_xlim(-0.6, max(len(res.locks), 3) - 0.4)
             if key == "fairness_jain":
                 ax.set_ylim(0, 1.05)
             else:
