@@ -141,7 +141,14 @@ pub unsafe extern "C" fn lab_rust_std_trylock(p: *mut c_void) -> c_int {
 pub unsafe extern "C" fn lab_rust_std_unlock(p: *mut c_void) {
 	let s = &*(p as *const StdLock);
 	// Holder-only slot, still inside the critical section; dropping the guard is the release.
-	drop((*s.guard.get()).take());
+	match (*s.guard.get()).take() {
+		Some(g) => drop(g),
+		None => {
+			// Unlock of an unlocked lock: say so rather than silently carry on.
+			eprintln!("locklab: rust_std: unlock of a lock that is not held");
+			std::process::abort();
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------------------------
