@@ -395,6 +395,18 @@ def _eng_axis(ax, axis="y"):
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(EngFormatter(sep=""))
 
 
+def _log_ns_axis(ax, axis="x"):
+    """Log axis of nanoseconds labelled 30, 100, 1k, 10k; minor ticks labelled only when the data
+    spans less than about a decade (otherwise they would crowd)."""
+    from matplotlib.ticker import EngFormatter, NullFormatter
+
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    a.set_major_formatter(EngFormatter(sep=""))
+    narrow = lo > 0 and hi / lo < 30
+    a.set_minor_formatter(EngFormatter(sep="") if narrow else NullFormatter())
+
+
 def _categorical_x(ax, values, name):
     ax.set_xticks(range(len(values)))
     ax.set_xticklabels([_fmt_val(v) for v in values])
@@ -582,6 +594,7 @@ def fig_latency_cdf(res, figs):
     ax_tail.set_title("tail (1 - CDF)", fontsize=10)
     for a in (ax_cdf, ax_tail):
         a.grid(True, which="both", alpha=0.25)
+        _log_ns_axis(a)
     label = res.cell_label(cell)
     _suptitle(fig, f"{res.workload}: acquisition latency at {label} "
                  "(per lock: the repeat with the median p99)")
@@ -893,7 +906,7 @@ def _bytes_table(res):
             "<th>bytes per bucket</th></tr>" + "".join(rows) + "</table>")
 
 
-def _section(res, idx, figs, strict):
+def _section(res, idx, figs, strict, show_machine=True):
     out = []
     anchor = f"s{idx}"
     title = f"{res.workload}"
@@ -915,7 +928,10 @@ def _section(res, idx, figs, strict):
                (f"<br>fixed: {fixed_txt}" if fixed_txt else "") + "</p>")
     if res.command:
         out.append(f"<p class=meta>Command:</p><pre><code>{_e(res.command)}</code></pre>")
-    out.append("<h3>Machine</h3>" + _machine_table(res.machine))
+    if show_machine:
+        out.append("<h3>Machine</h3>" + _machine_table(res.machine))
+    else:
+        out.append("<p class=meta>Machine: as described at the top of the page.</p>")
 
     notes = []
 
@@ -1012,17 +1028,19 @@ def write_report(paths, out_dir, strict=None):
     for old in out.glob("fig[0-9][0-9][0-9]-*.png"):  # figures of an earlier report here
         old.unlink()
 
-    figs = Figures(out, strict=strict)
-    sections = [_section(r, i, figs, strict) for i, r in enumerate(loaded)]
-
     machines = []
     for r in loaded:
-        if r.machine and r.machine not in machines:
+        if r.machine not in machines:
             machines.append(r.machine)
+    shared = len(machines) == 1 and bool(machines[0])
+
+    figs = Figures(out, strict=strict)
+    sections = [_section(r, i, figs, strict, show_machine=not shared)
+                for i, r in enumerate(loaded)]
     toc = "".join(f"<li><a href=\"#{a}\">{_e(t)}</a> <span class=meta>({_e(r.path)})</span></li>"
                   for (a, t, _), r in zip(sections, loaded))
     mach = ""
-    if len(machines) == 1:
+    if shared:
         mach = "<h3>Machine</h3>" + _machine_table(machines[0])
     elif len(machines) > 1:
         mach = (f"<p class=note>These files come from {len(machines)} different machines; "

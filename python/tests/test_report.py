@@ -299,6 +299,14 @@ def test_rerun_replaces_old_figures(tmp_path, strict):
     assert on_disk == sorted(_imgs(out / "index.html"))
 
 
+def test_shared_machine_is_described_once(tmp_path, strict):
+    files = [_write(tmp_path, "u.json", unknown_results()),
+             _write(tmp_path, "s.json", single_cell_results())]
+    page = Path(report.write_report(files, tmp_path / "out")).read_text(encoding="utf-8")
+    assert page.count("<table class=machine>") == 1
+    assert page.count("Machine: as described at the top of the page.") == 2
+
+
 def test_html_escapes_untrusted_strings(tmp_path, strict):
     d = unknown_results()
     d["command"] = "locklab bench x --lock '<script>alert(1)</script>'"
