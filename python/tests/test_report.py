@@ -390,6 +390,21 @@ def test_command_line_exit_status(tmp_path):
     assert Path(p.stdout.strip()) == tmp_path / "o" / "index.html"
 
 
+def test_locklab_report_subcommand(tmp_path, run_cli):
+    """The wiring in cli.py: `locklab report FILES -o DIR` (run_cli comes from conftest.py)."""
+    good = _write(tmp_path, "good.json", single_cell_results())
+    rc, out, err = run_cli("report", good, "-o", tmp_path / "r")
+    assert rc == 0, err
+    assert out.strip() == str(tmp_path / "r" / "index.html")
+    bad = tmp_path / "v9.json"
+    bad.write_text('{"schema": "locklab-results/9", "workload": "mutex"}')
+    rc, out, err = run_cli("report", good, bad, "-o", tmp_path / "r2")
+    assert rc == 2
+    assert err.strip() == (f"locklab: {bad}: unsupported schema \"locklab-results/9\" "
+                           "(this locklab reads \"locklab-results/1\")")
+    assert not (tmp_path / "r2").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # the page in a real browser
 # ---------------------------------------------------------------------------------------------
