@@ -31,8 +31,8 @@ THREADS = [1, 2, 10, 256]
 LOADS = [0, 1, 10, 50, 100]
 BUDGET_S = 180.0
 REPEAT = 4  # the smallest n per side at which Mann-Whitney can reach p < 0.05
-WARMUP_S = 0.05
-OVERHEAD_S = 0.08  # per driver process: exec, pause calibration, thread start/join (an estimate)
+WARMUP_S = 0.03
+OVERHEAD_S = 0.15  # per driver process: exec, pause calibration, thread start/join (an estimate)
 QUICK = {"threads": [1, 2], "load": [10], "locks": 3, "repeat": 2, "duration": 0.02,
          "warmup": 0.0}
 

@@ -161,6 +161,10 @@ def cell_sentences(doc, cell):
                                      " (ahead of every other lock)" if len(cell["stats"]) > 1
                                      else ""))
     base = doc.get("baseline")
+    nmin = min((s["n"] for s in cell["stats"].values()), default=0)
+    if cell.get("comparisons") and nmin < 4:
+        out.append(f"note: n = {nmin} per lock is too few for a verdict (the two-sided "
+                   "Mann-Whitney test needs n >= 4 per side to reach p < 0.05): use --repeat 4+")
     for c in cell.get("comparisons", []):
         s, b = cell["stats"][c["lock"]], cell["stats"][base]
         out.append(f"{c['lock']} vs {base}: " +
