@@ -17,4 +17,6 @@ Modules:
 
 __version__ = "0.1.0"
 
-from .errors import LocklabError, UsageError  # noqa: F401
+from .errors import LocklabError, UsageError
+
+__all__ = ["LocklabError", "UsageError", "__version__"]

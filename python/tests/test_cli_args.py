@@ -100,3 +100,32 @@ def test_report_without_support(run_cli, tmp_path):
         pytest.skip("report.py is installed; its own tests cover `locklab report`")
     rc, out, err = run_cli("report", "x.json", "-o", str(tmp_path / "r"))
     assert rc == 2 and one_line(err).startswith("locklab: report support not installed")
+
+
+def test_no_driver_anywhere(tmp_path, monkeypatch, run_cli):
+    from locklab import driver
+    monkeypatch.delenv("LOCKLAB_BENCH", raising=False)
+    monkeypatch.setattr(driver, "REPO", tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    rc, out, err = run_cli("describe")
+    assert rc == 2
+    line = one_line(err)
+    assert line.startswith("locklab: cannot find locklab-bench") and "run `make build`" in line
+
+
+def test_driver_found_in_repo_build(tmp_path, monkeypatch, fake_bench):
+    from locklab import driver
+    (tmp_path / "build").mkdir()
+    exe = tmp_path / "build" / "locklab-bench"
+    exe.write_bytes(fake_bench.path.read_bytes())
+    exe.chmod(0o755)
+    monkeypatch.delenv("LOCKLAB_BENCH", raising=False)
+    monkeypatch.setattr(driver, "REPO", tmp_path)
+    assert driver.find_driver() == str(exe)
+
+
+def test_bench_without_workload(fake_bench, run_cli):
+    rc, out, err = run_cli("bench")
+    assert rc == 2 and "workloads (from locklab-bench describe): mutex, wake" in out
+    rc, out, err = run_cli("bench", "--threads", "1")
+    assert rc == 2 and one_line(err) == "locklab: bench: expected a workload name first, got '--threads'"

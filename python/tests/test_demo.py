@@ -1,7 +1,5 @@
 """`locklab demo --quick` against the fake driver: locks chosen from the registry, files written."""
 
-import json
-
 from locklab import demo, results
 
 
