@@ -742,7 +742,9 @@ def fig_futex_hash(res, figs):
                         h=3.4)
     flat = _hide_unused(axs, len(combos))
     nl = max(1, len(res.locks))
-    width = 0.8 / nl
+    # Without a layout axis the lock is the layout (futex-hash's --lock kernel,packed,split):
+    # one bar per lock, labelled with its name.
+    width = 0.8 / nl if layout else 0.8
     drawn = False
     for ax, combo in zip(flat, combos):
         for li, lock in enumerate(res.locks):
@@ -755,16 +757,19 @@ def fig_futex_hash(res, figs):
                 if med is None:
                     continue
                 ci = _pair(st.get("ci95")) or (med, med)
-                ax.bar(gi - 0.4 + width * (li + 0.5), med, width=width,
+                ax.bar(gi - 0.4 + width * (li + 0.5) if layout else li, med, width=width,
                        yerr=[[max(0.0, med - ci[0])], [max(0.0, ci[1] - med)]],
                        color=res.lock_style(lock)["color"], capsize=2,
                        label=lock, alpha=0.85)
                 drawn = True
-        ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels([_fmt_val(g) if g is not None else res.workload for g in groups],
-                           fontsize=8)
         if layout:
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels([_fmt_val(g) for g in groups], fontsize=8)
             ax.set_xlabel(layout)
+        else:
+            ax.set_xticks(range(len(res.locks)))
+            ax.set_xticklabels(res.locks, fontsize=8)
+            ax.set_xlabel("lock (layout)")
         ax.set_ylabel(res.metric)
         _eng_axis(ax)
         ax.grid(True, axis="y", alpha=0.3)
