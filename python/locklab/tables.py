@@ -66,7 +66,7 @@ def fmt_p(p):
 
 
 def fmt_params(params):
-    return " ".join(f"{k}={v}" for k, v in params.items()) or "(defaults)"
+    return " ".join(f"{k}={v}" for k, v in params.items()) or "(one cell)"
 
 
 def overlap_sentence(cand, base, hib=True, cand_name="candidate", base_name="baseline"):
@@ -174,6 +174,9 @@ def cell_sentences(doc, cell):
 
 def print_cells(doc, con=None):
     con = con or console()
+    fixed = doc.get("fixed") or {}
+    if fixed:
+        con.print(escape(f"{doc['workload']}: fixed {fmt_params(fixed)}"), soft_wrap=True)
     for cell in doc["cells"]:
         con.print(cell_table(doc, cell))
         for line in cell_sentences(doc, cell):

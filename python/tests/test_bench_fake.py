@@ -63,6 +63,7 @@ def test_bench_results_file(fake_bench, run_cli, tmp_path):
     assert sorted(c0["stats"]["lk_mutex"]["values"]) == sorted(vals)
     assert "The distributions do not overlap: the slowest lk_mutex run" in out
     assert "winner: lk_mutex" in out
+    assert "mutex: fixed load=100 duration=0.05 warmup=0.1 seed=1" in out
 
     # run order, from the driver's log: repeats outermost, cells in order, locks shuffled per cell
     runs = fake_bench.runs()
