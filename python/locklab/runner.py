@@ -123,6 +123,9 @@ class Plan:
         self.repeat = repeat
         self.shuffle = shuffle
         self.seed = seed
+        if baseline is not None and self.locks == [None]:
+            raise UsageError(f"--baseline: workload '{workload.name}' has no --lock to compare, "
+                             f"got '{baseline}'")
         if baseline is not None and baseline not in self.locks:
             raise UsageError(f"--baseline: expected one of the benched locks "
                              f"({', '.join(str(x) for x in self.locks)}), got '{baseline}'")

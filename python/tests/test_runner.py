@@ -105,3 +105,11 @@ def test_split_list():
     assert runner.split_list("a, b,,a,c", "--x") == ["a", "b", "c"]
     with pytest.raises(UsageError):
         runner.split_list(",,", "--x")
+
+
+def test_baseline_without_lock_param():
+    with pytest.raises(UsageError, match="has no --lock to compare"):
+        runner.Plan(WL, [], {}, {}, 1, baseline="a")
+    p = runner.Plan(WL, [], {"threads": [1, 2]}, {}, 2)
+    assert p.schedule() == [(0, 0, None), (0, 1, None), (1, 0, None), (1, 1, None)]
+    assert p.driver_args(0, None) == [("threads", "1")]
