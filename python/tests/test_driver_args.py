@@ -107,6 +107,7 @@ def test_valid_short_run_has_every_field():
     lat = r["latency"]
     assert lat["samples"] > 0
     assert 0 < lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"]
+    assert r["latency_floor_ns"] >= 0  # two back-to-back clock reads; 0 only with a coarse clock
     assert r["pause_ns"] > 0 and r["cs_ns"] > 0 and r["uncontended_pair_ns"] > 0
     assert r["serial_limit_ops_per_sec"] == pytest.approx(1e9 / (r["cs_ns"] + r["uncontended_pair_ns"]))
     assert r["serial_fraction"] == pytest.approx(r["ops_per_sec"] / r["serial_limit_ops_per_sec"])
