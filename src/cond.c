@@ -31,8 +31,6 @@
 #include "locklab/cond.h"
 #include "locklab/park.h"
 
-#define TOKEN_HANDOFF ((lk_token_t)1)	/* as in src/mutex.c: the mutex is handed over, held */
-
 int lk_cond_init(lk_cond_t *c)
 {
 	if (!c)
@@ -133,10 +131,10 @@ static int do_wait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct ti
 		return -r;		/* the parking lot refused (cannot happen for valid arguments) */
 	if (!w.unlocked)		/* deadline already past: never slept, never released m */
 		return r == LK_PARK_TIMEDOUT ? ETIMEDOUT : 0;
-	if (r == LK_PARK_UNPARKED && token == TOKEN_HANDOFF) {
-		/* requeued and handed the mutex. acquire: pairs with the release RMW in the mutex's
-		 * unlock callback that handed it over */
-		(void)atomic_load_explicit(&m->word, memory_order_acquire);
+	if (r == LK_PARK_UNPARKED) {
+		/* woken from the condvar (token normal), or from the mutex queue after a requeue, where
+		 * the mutex's unlock may have handed us the lock or made us its spinner */
+		lk_mutex_lock_unparked(m, token);
 		return 0;
 	}
 	lk_mutex_lock(m);

@@ -1,59 +1,66 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/mutex.c - lk_mutex slow paths: learned spinning by one waiter, parking in the parking lot,
- * wake-skipping while a spinner is on the word, and handoff to a waiter that waited too long.
+ * src/mutex.c - lk_mutex slow paths: learned spinning by one awake waiter, parking in the parking
+ * lot, and handoff to a waiter that waited too long.
  *
  * Lock word (see locklab/mutex.h): L = LOCKED, P = PARKED, S = SPINNING.
  *
- *   L  a thread owns the mutex.
- *   P  threads may be parked on &m->word. Set by a waiter (CAS, lock held) before it parks, cleared
- *      only under the address's bucket lock (unlock's unpark callback when no thread remains, a
- *      timed-out last waiter), so a waiter's validate() - which re-checks "L and P" under the same
- *      bucket lock - can never sleep after the wakeup that was meant for it: no lost wakeup.
- *   S  exactly one waiter, the spinner, is spinning on the word. Others see S and park instead of
- *      spinning (seed 004: "spinners and sleepers use separate locks"; here the word is the spinner
- *      slot and the parking lot is the sleeper queue). The spinner clears S when it takes the lock
- *      (one CAS: L set, S cleared) or when it gives up (one CAS, only while L is set: S cleared, P
- *      set, then it parks).
+ *   L  a thread owns the mutex. Set by fetch_or (lock, trylock: one RMW, it keeps P and S) or by the
+ *      spinner's CAS; cleared by unlock, or by the unpark callback on the unlocker's behalf.
+ *   P  threads may be parked on &m->word. Set by a waiter (CAS, lock held) before it parks; cleared
+ *      only under the address's bucket lock (the unpark callback when no thread remains, a timed-out
+ *      last waiter), so a waiter's validate() - which re-checks "L and P" under the same bucket lock
+ *      - can never sleep after the wakeup that was meant for it: no lost wakeup.
+ *   S  exactly one waiter is awake and spinning on the word: a newcomer that claimed it, or the
+ *      thread an unlock just woke (the unlocker sets S for it and says so with TOKEN_SPIN - seed 004
+ *      patch 3, "a woken waiter goes back to spinning"). Others see S and park instead of spinning
+ *      (seed 004: "spinners and sleepers use separate locks": the word is the spinner slot, the
+ *      parking lot the sleeper queue). While S is set an unlock wakes nobody: the spinner takes the
+ *      lock. The spinner clears S when it takes the lock (one CAS: +L -S) or gives up (one CAS, only
+ *      while L is set: -S +P, then it parks).
  *
  * States (L,P,S) and the transitions that matter:
  *
- *                 lock: CAS 0->L                       waiter: CAS +S, spin
+ *                 lock: fetch_or L                     waiter: CAS +S, spin
  *    +---------+ -------------> +---------+ ----------------------------------> +---------+
  *    | 0,0,0   |                | L,0,0   |                                     | L,*,S   |
  *    +---------+ <------------- +---------+ <---------------------------------- +---------+
- *         ^       unlock: CAS L->0     |      spinner takes it: CAS -L... +L -S      |    |
- *         |                            | waiter: CAS +P, park      give up: CAS -S +P |    | unlock:
- *         |                            v                                            |    | CAS -L
- *         |                       +---------+ <-------------------------------------+    v (no wake,
- *         |      last one woken:  | L,P,0   |                                    +---------+  if skips
- *         +---------------------- +---------+ ---------------------------------> | 0,P,S   |  left)
- *           unpark cb: -L -P           |  unpark cb, more parked: -L           +---------+
- *                                      |  waited > handoff_ns: L kept, token HANDOFF
- *                                      v
- *                               (the woken waiter owns the lock / spins / barges / parks again)
+ *         ^       unlock: CAS -L       |      spinner takes it: CAS +L -S        |      |
+ *         |                            | waiter: CAS +P, park    give up: CAS -S +P |      | unlock: CAS -L
+ *         |                            v                                          |      v (no wake)
+ *         |                       +---------+ <-----------------------------------+ +---------+
+ *         |      last one woken:  | L,P,0   |                                       | 0,P,S   |
+ *         +---------------------- +---------+ ------------------------------------> +---------+
+ *           unpark cb: -L -P           |       unpark cb, one woken: -L +S, TOKEN_SPIN
+ *                                      |
+ *                                      +--> waited > handoff_ns (rate-limited): L kept, TOKEN_HANDOFF
  *
  * Invariants:
- *  1. L is set exactly while some thread owns the mutex; only the owner clears it (unlock), or the
- *     unpark callback on the owner's behalf; a handoff never clears it.
- *  2. "!L && P" implies some thread is running that will take the lock: the thread just unparked
- *     (the callback cleared L and left P), or the spinner (S set: an unlock skipped the wake because
- *     of it). The spinner therefore never clears S while L is clear: if it finds the lock free it
- *     takes it instead of giving up. Whoever takes the lock with P set will unpark at unlock.
+ *  1. L is set exactly while some thread owns the mutex; a handoff never clears it.
+ *  2. "!L && P" implies a thread that is awake will take the lock: the spinner (S), or a thread
+ *     just unparked with S already held by another spinner. The spinner never clears S while L is
+ *     clear: if it finds the lock free it takes it instead of giving up. Whoever takes the lock
+ *     with P set and S clear wakes one at unlock.
  *  3. A waiter parks only after validate() saw L and P under the bucket lock; an unlock that clears
- *     L while P is set always either unparks (under the bucket lock) or leaves a running spinner.
- *  4. At most wake_skip_max consecutive unlocks skip the wake, so parked threads keep reaching the
- *     head of the FIFO queue, and the head is handed the lock once its total wait exceeds
- *     handoff_ns: no parked waiter starves, even against a thread that re-locks in a tight loop.
+ *     L while P is set either unparks (under the bucket lock) or leaves an awake spinner (S).
+ *  4. At most one thread is woken per "spinner round": an unlock wakes only when S is clear, and the
+ *     woken thread holds S until it gets the lock or parks again (Go's mutexWoken, glibc's one
+ *     wake per contended unlock). Parked waiters rotate through S in FIFO order, and the head is
+ *     handed the lock (lock never released in between) once its total wait, counted from its
+ *     first park (its park token), exceeds handoff_ns - at most once per handoff_ns per side-table
+ *     slot, or every wake would be a handoff once many threads wait (a convoy).
  *
  * Learned spin budget: 4 bytes have no room for statistics, so a 512-slot side table hashed by lock
  * address keeps, per slot, the EWMA of how many relax rounds successful spinners waited (relaxed
  * loads and stores: it is a heuristic, a lost update only costs a slightly different budget; two
- * locks sharing a slot share an estimate). Budget = clamp(2 * estimate + min, min, max) rounds; a
- * failed spin decays the estimate by a quarter, so a lock whose holders stay long quickly stops
- * being spun on, and one whose waits shrink grows its budget again through successful spins.
+ * locks sharing a slot share an estimate) and the time of the last handoff. Budget = clamp(2 *
+ * estimate + min, min, max) rounds; a failed spin decays the estimate by a quarter, so a lock whose
+ * holders stay long quickly stops being spun on, and one whose waits shrink grows its budget again
+ * through successful spins. Spinning is disabled on a single-CPU machine.
  *
- * Spinning is disabled on a single-CPU machine (the holder cannot run while we spin).
+ * What 4 bytes cannot do: know whether the owner is running (the kernel's and seed 004's spinners
+ * stop when the owner sleeps; ours stops at its budget instead), or who the owner is (an unlock by a
+ * non-owner is not detected).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,8 +76,9 @@
 #define P LK_MUTEX_PARKED
 #define S LK_MUTEX_SPINNING
 
-/* Unpark token: the lock is handed over, still LOCKED, to the unparked thread. */
-#define TOKEN_HANDOFF ((lk_token_t)1)
+/* Unpark tokens (LK_TOKEN_NORMAL: woken, compete for the lock like anybody else) */
+#define TOKEN_HANDOFF	((lk_token_t)1)	/* the lock is handed over, still LOCKED, to the woken thread */
+#define TOKEN_SPIN	((lk_token_t)2)	/* the unlocker set S for the woken thread: it is the spinner */
 
 /* ---- policy ------------------------------------------------------------------------------------ */
 
@@ -78,12 +86,10 @@ static struct {
 	_Atomic uint32_t spin_min_ns;
 	_Atomic uint32_t spin_max_ns;
 	_Atomic uint64_t handoff_ns;
-	_Atomic uint32_t wake_skip_max;
 } policy = {
 	.spin_min_ns = 1000,
 	.spin_max_ns = 20000,
 	.handoff_ns = 1000000,
-	.wake_skip_max = 8,
 };
 
 int lk_mutex_get_policy(struct lk_mutex_policy *p)
@@ -94,30 +100,28 @@ int lk_mutex_get_policy(struct lk_mutex_policy *p)
 	p->spin_min_ns = atomic_load_explicit(&policy.spin_min_ns, memory_order_relaxed);
 	p->spin_max_ns = atomic_load_explicit(&policy.spin_max_ns, memory_order_relaxed);
 	p->handoff_ns = atomic_load_explicit(&policy.handoff_ns, memory_order_relaxed);
-	p->wake_skip_max = atomic_load_explicit(&policy.wake_skip_max, memory_order_relaxed);
 	return 0;
 }
 
 int lk_mutex_set_policy(const struct lk_mutex_policy *p)
 {
 	if (!p || p->spin_min_ns > p->spin_max_ns || p->spin_max_ns > LK_MUTEX_SPIN_MAX_NS_LIMIT ||
-	    p->handoff_ns > LK_MUTEX_HANDOFF_NS_LIMIT || p->wake_skip_max > LK_MUTEX_WAKE_SKIP_LIMIT)
+	    p->handoff_ns > LK_MUTEX_HANDOFF_NS_LIMIT)
 		return EINVAL;
 	/* relaxed: see lk_mutex_get_policy; a slow path may see a mix of old and new (documented) */
 	atomic_store_explicit(&policy.spin_min_ns, p->spin_min_ns, memory_order_relaxed);
 	atomic_store_explicit(&policy.spin_max_ns, p->spin_max_ns, memory_order_relaxed);
 	atomic_store_explicit(&policy.handoff_ns, p->handoff_ns, memory_order_relaxed);
-	atomic_store_explicit(&policy.wake_skip_max, p->wake_skip_max, memory_order_relaxed);
 	return 0;
 }
 
-/* ---- side table: learned spin estimate and wake-skip count, hashed by lock address -------------- */
+/* ---- side table: learned spin estimate and last handoff, hashed by lock address ----------------- */
 
 #define SLOT_BITS 9
 
 struct slot {
-	_Atomic uint32_t est;	/* EWMA of relax rounds a successful spinner waited, x16 fixed point */
-	_Atomic uint32_t skips;	/* consecutive unlocks that skipped the wake */
+	_Atomic uint32_t est;		/* EWMA of relax rounds a successful spinner waited, x16 fixed point */
+	_Atomic uint64_t last_handoff;	/* CLOCK_MONOTONIC ns of the last handoff, rate limit */
 };
 
 static struct slot slots[1u << SLOT_BITS] __attribute__((aligned(64)));
@@ -278,16 +282,30 @@ static inline bool deadline_passed(clockid_t clock, const struct timespec *abs)
 	return now_ns(clock) >= (uint64_t)abs->tv_sec * 1000000000ull + (uint64_t)abs->tv_nsec;
 }
 
-static __attribute__((noinline)) int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs)
+/*
+ * The contended path. own_s: we were unparked with TOKEN_SPIN, i.e. the unlocker set S for us and we
+ * are the spinner (seed 004 patch 3: a woken waiter goes back to spinning), so unlocks skip waking
+ * anyone else while we run (one woken waiter in flight, as glibc's and Go's mutexes do).
+ */
+static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs, bool own_s,
+		     lk_token_t start)
 {
 	struct slot *sl = slot_of(m);
 	struct spin_limits lim = spin_limits();
 	bool may_spin = lim.max > 0;
-	lk_token_t start = 0;
 	/* relaxed: we only look; every transition below is a CAS */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
 	for (;;) {
+		if (own_s) {
+			own_s = false;
+			if (spin(m, sl, lim, &v) == SPIN_ACQUIRED)
+				return 0;
+			/* gave up: S cleared, P set, L was set; sleep until woken, then spin again */
+			may_spin = false;
+			if (abs && deadline_passed(clock, abs))
+				return ETIMEDOUT;
+		}
 		if (!(v & L)) {
 			/* barge. acquire: pairs with the release of the unlock that freed it */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
@@ -303,12 +321,8 @@ static __attribute__((noinline)) int lock_slow(lk_mutex_t *m, clockid_t clock, c
 								   memory_order_relaxed))
 				continue;
 			v |= S;
-			if (spin(m, sl, lim, &v) == SPIN_ACQUIRED)
-				return 0;
-			/* gave up: S cleared, P set, L was set; sleep until woken, then spin again */
-			may_spin = false;
-			if (abs && deadline_passed(clock, abs))
-				return ETIMEDOUT;
+			own_s = true;
+			continue;
 		}
 		if (!(v & P)) {
 			/* relaxed: bit bookkeeping; validate() re-checks it under the bucket lock */
@@ -330,8 +344,10 @@ static __attribute__((noinline)) int lock_slow(lk_mutex_t *m, clockid_t clock, c
 			return ETIMEDOUT;
 		if (r < 0)
 			return -r;
-		if (r == LK_PARK_UNPARKED)
-			may_spin = lim.max > 0;	/* a woken waiter goes back to spinning (seed 004 #3) */
+		if (r == LK_PARK_UNPARKED) {
+			may_spin = lim.max > 0;
+			own_s = token == TOKEN_SPIN;
+		}
 		/* relaxed: we only look */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
@@ -339,41 +355,39 @@ static __attribute__((noinline)) int lock_slow(lk_mutex_t *m, clockid_t clock, c
 
 void lk_mutex_lock_slow(lk_mutex_t *m)
 {
-	lock_slow(m, CLOCK_MONOTONIC, NULL);
+	lock_slow(m, CLOCK_MONOTONIC, NULL, false, 0);
 }
 
-int lk_mutex_trylock_slow(lk_mutex_t *m)
+void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token)
 {
-	/* relaxed: we only look; the CAS is the acquire */
-	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
-
-	while (!(v & L)) {
-		/* acquire: pairs with the release of the unlock that freed it */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
-							  memory_order_relaxed))
-			return 0;
+	if (token == TOKEN_HANDOFF) {
+		/* acquire: pairs with the release RMW in unlock_callback() that handed L to us */
+		(void)atomic_load_explicit(&m->word, memory_order_acquire);
+		return;
 	}
-	return EBUSY;
+	if (token == TOKEN_SPIN) {
+		lock_slow(m, CLOCK_MONOTONIC, NULL, true, 0);
+		return;
+	}
+	lk_mutex_lock(m);
 }
 
 int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *abs)
 {
-	uint32_t v = 0;
-
 	if (!m || !abs || (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) || abs->tv_nsec < 0 ||
 	    abs->tv_nsec >= 1000000000L)
 		return EINVAL;
-	/* acquire: pairs with the release of the previous owner's unlock */
-	if (atomic_compare_exchange_strong_explicit(&m->word, &v, L, memory_order_acquire,
-						    memory_order_relaxed))
+	/* acquire: pairs with the release of the previous owner's unlock (see lk_mutex_lock) */
+	if (!(atomic_fetch_or_explicit(&m->word, L, memory_order_acquire) & L))
 		return 0;
-	return lock_slow(m, clock, abs);
+	return lock_slow(m, clock, abs, false, 0);
 }
 
 /* ---- unlock ------------------------------------------------------------------------------------- */
 
 struct unlock_ctx {
 	lk_mutex_t *m;
+	struct slot *sl;
 	uint64_t now;		/* CLOCK_MONOTONIC, taken before the bucket lock */
 	uint64_t handoff_ns;
 	lk_token_t head;	/* park token of the thread being unparked */
@@ -404,7 +418,14 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 
 	u->called = true;
 	/* truncation of the token on 32-bit: the modular difference stays right for waits < 4 s */
-	if (r.unparked_threads && u->head != 0 && (uintptr_t)(u->now - u->head) >= u->handoff_ns) {
+	/*
+	 * Hand over when the woken thread has waited past the bound, at most once per bound per slot:
+	 * with many waiters every head has waited that long, and handing over every time would turn
+	 * the lock into a convoy (one context switch per acquisition). relaxed: a heuristic rate.
+	 */
+	if (r.unparked_threads && u->head != 0 && (uintptr_t)(u->now - u->head) >= u->handoff_ns &&
+	    u->now - atomic_load_explicit(&u->sl->last_handoff, memory_order_relaxed) >= u->handoff_ns) {
+		atomic_store_explicit(&u->sl->last_handoff, u->now, memory_order_relaxed);
 		/*
 		 * Handoff: L stays set, the unparked thread owns the lock when it returns. release:
 		 * pairs with the acquire load after lk_park() returns TOKEN_HANDOFF; the unpark itself
@@ -413,47 +434,41 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 		atomic_fetch_and_explicit(&m->word, r.have_more_threads ? ~0u : ~P, memory_order_release);
 		return TOKEN_HANDOFF;
 	}
-	/* release: pairs with the acquire CAS of whoever takes the lock next */
-	atomic_fetch_and_explicit(&m->word, r.have_more_threads ? ~L : ~(L | P), memory_order_release);
-	return LK_TOKEN_NORMAL;
+	/*
+	 * Release L (and P when nobody remains); make the woken thread the spinner when there is none,
+	 * so that unlocks skip waking others while it runs (invariant 2). release: pairs with the
+	 * acquire CAS of whoever takes the lock next.
+	 */
+	/* relaxed: the CAS below decides; under the bucket lock only bits move concurrently */
+	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed), nv;
+	bool give_s;
+
+	do {
+		give_s = r.unparked_threads && !(v & S);
+		nv = (v & ~(L | (r.have_more_threads ? 0 : P))) | (give_s ? S : 0);
+	} while (!atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_release,
+							memory_order_relaxed));
+	return give_s ? TOKEN_SPIN : LK_TOKEN_NORMAL;
 }
 
+/* L,P,0 -> woken thread spins (L released, S set for it) or owns the lock (handoff). */
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 {
 	struct slot *sl = slot_of(m);
 
-	for (;;) {
+	/* the state may have moved since the inline path looked: re-check as it does */
+	while ((v & (L | P | S)) != (L | P)) {
 		if (!(v & L))
 			return EPERM;
-		if (!(v & P)) {
-			/* release: publishes the critical section to the next owner's acquire CAS */
-			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~L, memory_order_release,
-								  memory_order_relaxed))
-				return 0;
-			continue;
-		}
-		if (!(v & S))
-			break;
-		/*
-		 * A spinner is on the word and will take the lock (invariant 2): skip the wake, at most
-		 * wake_skip_max times in a row. relaxed (both): a heuristic counter; a lost update only
-		 * moves the next forced wake by one unlock.
-		 */
-		uint32_t n = atomic_load_explicit(&sl->skips, memory_order_relaxed);
-		if (n >= atomic_load_explicit(&policy.wake_skip_max, memory_order_relaxed))
-			break;
-		/* release: publishes the critical section to the spinner's (or a barger's) acquire CAS */
+		/* release: publishes the critical section to the next owner's acquire RMW */
 		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~L, memory_order_release,
-							  memory_order_relaxed)) {
-			atomic_store_explicit(&sl->skips, n + 1, memory_order_relaxed);
+							  memory_order_relaxed))
 			return 0;
-		}
 	}
-	/* relaxed: see above */
-	atomic_store_explicit(&sl->skips, 0, memory_order_relaxed);
 
 	struct unlock_ctx u = {
 		.m = m,
+		.sl = sl,
 		.now = now_ns(CLOCK_MONOTONIC),
 		/* relaxed: policy knob */
 		.handoff_ns = atomic_load_explicit(&policy.handoff_ns, memory_order_relaxed),

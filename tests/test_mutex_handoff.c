@@ -9,7 +9,7 @@
  *    the default policy and with spinning disabled (the waiter then depends on the handoff alone).
  * 2. No lost wakeup: many threads, few CPUs, lock/unlock in a loop with tiny critical sections so
  *    that threads park and are unparked constantly; exact count, no hang, no stale bits at the end.
- *    Run with several policies (default, no spinning, never skipping a wake, always handing off).
+ *    Run with several policies (default, no spinning, long spinning, always handing off).
  * 3. Timed waiters mixed with untimed ones: timeouts clean up PARKED, nobody is left asleep.
  */
 #include <errno.h>
@@ -190,15 +190,11 @@ int main(void)
 	churn("no spinning", &p, many, false, 30000);
 	churn("no spinning", &p, many, true, 30000);
 	p = def;
-	p.wake_skip_max = 0;
-	churn("never skip a wake", &p, many, true, 30000);
-	p = def;
 	p.handoff_ns = 0;
 	churn("always handoff", &p, many, false, 2000);
 	churn("always handoff", &p, many, true, 2000);
 	p = def;
-	p.spin_min_ns = p.spin_max_ns = 1000000;	/* spin long: wake skipping all the time */
-	p.wake_skip_max = LK_MUTEX_WAKE_SKIP_LIMIT;
-	churn("long spin, skip 1024", &p, many, true, 30000);
+	p.spin_min_ns = p.spin_max_ns = 1000000;	/* spin long: unlocks skip the wake all the time */
+	churn("long spin", &p, many, true, 30000);
 	return lkt_done("test_mutex_handoff");
 }

@@ -8,7 +8,6 @@
  * is set, applies them with lk_mutex_set_policy() (process-wide; unset ones keep their defaults):
  *
  *	LOCKLAB_MUTEX_SPIN_MIN_NS  LOCKLAB_MUTEX_SPIN_MAX_NS  LOCKLAB_MUTEX_HANDOFF_NS
- *	LOCKLAB_MUTEX_WAKE_SKIP_MAX
  *
  * A value that is not a number, or a policy lk_mutex_set_policy() rejects, makes init fail with
  * EINVAL after one line on stderr naming the variable.
@@ -44,20 +43,18 @@ static int env_u64(const char *name, uint64_t *out)
 static void env_apply(void)
 {
 	struct lk_mutex_policy p;
-	uint64_t min, max, handoff, skip;
+	uint64_t min, max, handoff;
 
 	lk_mutex_get_policy(&p);
 	min = p.spin_min_ns;
 	max = p.spin_max_ns;
 	handoff = p.handoff_ns;
-	skip = p.wake_skip_max;
 	if (env_u64("LOCKLAB_MUTEX_SPIN_MIN_NS", &min) || env_u64("LOCKLAB_MUTEX_SPIN_MAX_NS", &max) ||
-	    env_u64("LOCKLAB_MUTEX_HANDOFF_NS", &handoff) ||
-	    env_u64("LOCKLAB_MUTEX_WAKE_SKIP_MAX", &skip)) {
+	    env_u64("LOCKLAB_MUTEX_HANDOFF_NS", &handoff)) {
 		env_err = EINVAL;
 		return;
 	}
-	if (min > UINT32_MAX || max > UINT32_MAX || skip > UINT32_MAX) {
+	if (min > UINT32_MAX || max > UINT32_MAX) {
 		fprintf(stderr, "locklab-bench: LOCKLAB_MUTEX_*: value out of range\n");
 		env_err = EINVAL;
 		return;
@@ -65,11 +62,10 @@ static void env_apply(void)
 	p.spin_min_ns = (uint32_t)min;
 	p.spin_max_ns = (uint32_t)max;
 	p.handoff_ns = handoff;
-	p.wake_skip_max = (uint32_t)skip;
 	if (lk_mutex_set_policy(&p)) {
 		fprintf(stderr, "locklab-bench: LOCKLAB_MUTEX_*: policy rejected (need spin_min <= spin_max "
-				"<= %u ns, handoff <= %llu ns, wake_skip <= %u)\n",
-			LK_MUTEX_SPIN_MAX_NS_LIMIT, LK_MUTEX_HANDOFF_NS_LIMIT, LK_MUTEX_WAKE_SKIP_LIMIT);
+				"<= %u ns, handoff <= %llu ns)\n",
+			LK_MUTEX_SPIN_MAX_NS_LIMIT, LK_MUTEX_HANDOFF_NS_LIMIT);
 		env_err = EINVAL;
 	}
 }
