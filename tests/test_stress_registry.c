@@ -361,7 +361,7 @@ int main(void)
 {
 	const bool san = lkt_sanitized();
 	const uint64_t budget_ns = (san ? 40ull : 12ull) * 1000000000ull;
-	const unsigned scale = san ? 10 : 1;
+	const unsigned scale = san ? 4 : 1;
 	unsigned nlocks = 0, tested = 0;
 	uint64_t share;
 
@@ -379,7 +379,7 @@ int main(void)
 	if (share < 100000000ull)
 		share = 100000000ull;
 	printf("test_stress_registry: %u lock entries, %.0f ms per phase at most%s\n", nlocks,
-	       (double)share / 1e6, san ? " (sanitized: iterations / 10)" : "");
+	       (double)share / 1e6, san ? " (sanitized: iterations / 4)" : "");
 
 	for (size_t i = 0; i < lab_registry_len; i++) {
 		const struct lab_alg *a = &lab_registry[i];
