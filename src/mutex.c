@@ -378,9 +378,9 @@ int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *ab
 	    abs->tv_nsec >= 1000000000L)
 		return EINVAL;
 	/* acquire: pairs with the release of the previous owner's unlock (see lk_mutex_lock) */
-	if (!(atomic_fetch_or_explicit(&m->word, L, memory_order_acquire) & L))
-		return 0;
-	return lock_slow(m, clock, abs, false, 0);
+	if (__builtin_expect(atomic_fetch_or_explicit(&m->word, L, memory_order_acquire) & L, 0))
+		return lock_slow(m, clock, abs, false, 0);
+	return 0;
 }
 
 /* ---- unlock ------------------------------------------------------------------------------------- */

@@ -124,12 +124,12 @@ static inline void lk_mutex_lock(lk_mutex_t *m)
 	/*
 	 * One RMW whether or not waiters are recorded: setting L in a free word (keeping P/S) is an
 	 * acquisition, setting it in a held word changes nothing. acquire: pairs with the release
-	 * RMW of the previous owner's unlock.
+	 * RMW of the previous owner's unlock. (Written so that gcc emits x86 `lock bts`: one
+	 * read-for-ownership of the line, no separate load.)
 	 */
-	if (__builtin_expect(!(atomic_fetch_or_explicit(&m->word, LK_MUTEX_LOCKED, memory_order_acquire) &
-			       LK_MUTEX_LOCKED), 1))
-		return;
-	lk_mutex_lock_slow(m);
+	if (__builtin_expect(atomic_fetch_or_explicit(&m->word, LK_MUTEX_LOCKED, memory_order_acquire) &
+			     LK_MUTEX_LOCKED, 0))
+		lk_mutex_lock_slow(m);
 }
 
 /*
@@ -140,7 +140,8 @@ static inline void lk_mutex_lock(lk_mutex_t *m)
 static inline int lk_mutex_trylock(lk_mutex_t *m)
 {
 	/* acquire: pairs with the release of the previous owner's unlock (see lk_mutex_lock) */
-	if (atomic_fetch_or_explicit(&m->word, LK_MUTEX_LOCKED, memory_order_acquire) & LK_MUTEX_LOCKED)
+	if (__builtin_expect(atomic_fetch_or_explicit(&m->word, LK_MUTEX_LOCKED, memory_order_acquire) &
+			     LK_MUTEX_LOCKED, 0))
 		return EBUSY;
 	return 0;
 }
@@ -161,15 +162,21 @@ int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *ab
  */
 static inline int lk_mutex_unlock(lk_mutex_t *m)
 {
-	/* relaxed: a first guess for the CAS, which re-checks it */
-	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+	uint32_t v = LK_MUTEX_LOCKED;
 
+	/*
+	 * Guess "no waiters" first: a CAS without a preceding load takes the line for ownership once.
+	 * release (success): publishes the critical section to the next owner's acquire RMW.
+	 */
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
+								     memory_order_relaxed), 1))
+		return 0;
 	/* the slow path only when threads are parked and no awake spinner will take the lock */
-	while (__builtin_expect((v & (LK_MUTEX_LOCKED | LK_MUTEX_PARKED | LK_MUTEX_SPINNING)) !=
-				(LK_MUTEX_LOCKED | LK_MUTEX_PARKED), 1)) {
+	while ((v & (LK_MUTEX_LOCKED | LK_MUTEX_PARKED | LK_MUTEX_SPINNING)) !=
+	       (LK_MUTEX_LOCKED | LK_MUTEX_PARKED)) {
 		if (!(v & LK_MUTEX_LOCKED))
 			return EPERM;
-		/* release: publishes the critical section to the next owner's acquire RMW */
+		/* release: as above */
 		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~LK_MUTEX_LOCKED,
 							  memory_order_release, memory_order_relaxed))
 			return 0;
