@@ -200,6 +200,10 @@ static inline struct spin_limits spin_limits(void)
 
 enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 
+#ifndef SPIN_BACKOFF_MAX
+#define SPIN_BACKOFF_MAX 16	/* relaxes between two reads of the word, at most (~0.5 us here) */
+#endif
+
 /*
  * We own S. Spin until the lock is free and we take it (L set, S cleared in one CAS), or until the
  * budget runs out: then clear S and set P in one CAS while L is set (invariant 2). *vp: the last
@@ -211,7 +215,8 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	uint32_t est = atomic_load_explicit(&sl->est, memory_order_relaxed);
 	uint64_t budget = 2ull * (est >> 4) + lim.min;
 	uint32_t v = *vp;
-	uint32_t i;
+	uint64_t i;
+	uint32_t delay = 1;
 
 	if (budget > lim.max)
 		budget = lim.max;
@@ -237,7 +242,16 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 				break;
 			continue;
 		}
-		lk_cpu_relax();
+		/*
+		 * Exponential backoff between reads, up to SPIN_BACKOFF_MAX relaxes: every read pulls
+		 * the line to shared state and costs the owner a read-for-ownership at its next RMW;
+		 * with a tiny critical section that, not the waiting, is what spinning costs.
+		 */
+		for (uint32_t k = 0; k < delay; k++)
+			lk_cpu_relax();
+		i += delay - 1;
+		if (delay < SPIN_BACKOFF_MAX)
+			delay <<= 1;
 		/* relaxed: we only look; the CAS above is the acquire */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
