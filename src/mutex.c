@@ -167,10 +167,13 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 	if (ps > 1000000)
 		ps = 1000000;	/* preempted while measuring: assume 1 us, the next call remeasures */
 	uint32_t r = (uint32_t)ps;
-	/* relaxed: a cached measurement; racing threads store similar values */
-	atomic_store_explicit(&relax_ps, ps == 1000000 ? 0 : r, memory_order_relaxed);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	/*
+	 * relaxed (both): cached measurements; racing threads store similar values, and a reader that
+	 * sees relax_ps before multi_cpu merely skips spinning once
+	 */
 	atomic_store_explicit(&multi_cpu, n > 1 ? 1 : 2, memory_order_relaxed);
+	atomic_store_explicit(&relax_ps, ps == 1000000 ? 0 : r, memory_order_relaxed);
 	return r;
 }
 
@@ -186,6 +189,7 @@ static inline struct spin_limits spin_limits(void)
 
 	if (!ps)
 		ps = calibrate();
+	/* relaxed: cached measurement, see calibrate() */
 	if (atomic_load_explicit(&multi_cpu, memory_order_relaxed) != 1)
 		return sl;
 	/* relaxed: policy knobs, see lk_mutex_get_policy */
@@ -265,8 +269,11 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 static bool lock_validate(void *ctx)
 {
 	lk_mutex_t *m = ctx;
-	/* relaxed: P is cleared only under this bucket lock, which we hold; L clearing with P set is
-	 * followed by an unpark that needs this bucket lock, so either we see it or it sees us queued */
+	/*
+	 * relaxed: P is cleared only under this bucket lock, which we hold. An unlock that clears L
+	 * with P set either unparks under this bucket lock (so it sees us queued, or we see its
+	 * change) or leaves an awake spinner, whose own unlock will see P (invariants 2 and 3).
+	 */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
 	return (v & (L | P)) == (L | P);
