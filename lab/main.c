@@ -310,7 +310,9 @@ static int cmd_run(const struct lab_workload *w, int argc, char **argv)
 	lj_obj_end(&j);
 	lj_obj_end(&j);
 	fclose(mem);
-	if (rc == 0) {
+	/* A run that failed its own check (e.g. mutual exclusion violated, exit 1) still prints its
+	 * record: it is the evidence. Bad input (2) printed its one line and nothing else. */
+	if (rc == 0 || rc == 1) {
 		fwrite(buf, 1, len, stdout);
 		putchar('\n');
 	}
