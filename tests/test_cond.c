@@ -137,6 +137,9 @@ static void test_two_mutexes(void)
 	lk_mutex_lock(&t.m1);
 	t.go = true;
 	CHECK_EQ(lk_cond_signal(&t.c), 0);
+	/* m1 is held: the waiter was moved onto m1's queue, not woken to block on it */
+	CHECK(atomic_load_explicit(&t.m1.word, memory_order_relaxed) & LK_MUTEX_PARKED);
+	CHECK_EQ(cond_state(&t.c), 0);
 	lk_mutex_unlock(&t.m1);
 	pthread_join(th, NULL);
 	CHECK_EQ(cond_state(&t.c), 0);
@@ -280,6 +283,12 @@ static void test_broadcast(unsigned n, bool hold_mutex)
 		b.generation++;
 		if (hold_mutex) {
 			CHECK_EQ(lk_cond_broadcast(&b.c), 0);
+			/*
+			 * All n were parked on c (each released m inside wait before we got it): with m
+			 * held they are all requeued onto m, none woken (REQUEUE_ALL sets PARKED).
+			 */
+			CHECK(atomic_load_explicit(&b.m.word, memory_order_relaxed) & LK_MUTEX_PARKED);
+			CHECK_EQ(cond_state(&b.c), 0);
 			lk_mutex_unlock(&b.m);
 		} else {
 			lk_mutex_unlock(&b.m);
