@@ -11,16 +11,18 @@
  *	                 unlock just woke); every other waiter sleeps, and unlocks wake nobody else
  *
  * Lock is one atomic RMW (fetch_or LOCKED) when the mutex is free, whether or not waiters are
- * recorded; unlock one CAS clearing LOCKED unless threads are parked and no spinner is awake to take
- * the lock - only then does it call out of line to wake one. Both are inline below.
+ * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps PARKED/SPINNING when they are set),
+ * and calls out of line to wake a thread only when threads are parked and no spinner is awake to
+ * take the lock. Both are inline below.
  * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
  * whose header comment has the state diagram and the invariants.
  *
  * Policy (process-wide, see struct lk_mutex_policy and docs/mutex.md): a waiter spins for a budget
  * learned from how long recent spinners had to wait for this lock (kept in a small hashed side table,
  * because 4 bytes leave no room), bounded by [spin_min_ns, spin_max_ns]; only one waiter spins at a
- * time; a waiter that has waited longer than handoff_ns (default 1 ms) is handed the lock directly by
- * the unlocker instead of having to win a race for it (anti-starvation).
+ * time; a parked waiter that has waited longer than handoff_ns (default 1 ms) is handed the lock
+ * directly by the unlocker that wakes it, instead of having to win a race for it (anti-starvation;
+ * at most one handoff per handoff_ns per lock, so that many waiters do not turn into a convoy).
  *
  * Ordering: a successful lock/trylock/timedlock is an acquire operation and unlock a release
  * operation: everything the previous owner did inside its critical section happens-before everything
