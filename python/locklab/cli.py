@@ -53,6 +53,13 @@ def _top_parser():
     pd.add_argument("--out", metavar="DIR", help="output directory (default results/demo-<time>)")
     pd.add_argument("--quick", action="store_true", help="a tiny version that takes seconds")
     pd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ps = sub.add_parser("suite", help="every experiment of the source documents (seeds 004, 002, "
+                        "000) with HTML report (~25 minutes on 2 cores)")
+    ps.add_argument("--out", metavar="DIR", help="output directory (default results/suite-<time>)")
+    ps.add_argument("--quick", action="store_true", help="a tiny version that takes seconds")
+    ps.add_argument("--only", metavar="A,B", help="run only these experiments (see --list)")
+    ps.add_argument("--list", action="store_true", help="list the experiments and exit")
+    ps.add_argument("--no-progress", action="store_true", help="no progress bar")
     pc = sub.add_parser("compare", help="baseline A.json vs candidate B.json, changelog style")
     pc.add_argument("a", metavar="A.json", help="baseline results file")
     pc.add_argument("b", metavar="B.json", help="candidate results file")
@@ -253,6 +260,17 @@ def cmd_demo(ns, argv):
                     argv=argv)
 
 
+def cmd_suite(ns):
+    from . import suite
+    if ns.list:
+        for e in suite.EXPERIMENTS:
+            print(f"{e.name:18} locklab bench {e.workload} "
+                  f"{' '.join(suite.bench_args(e, e.locks, False))}")
+        return 0
+    return suite.run(Driver(), out_dir=ns.out, quick=ns.quick, only=ns.only,
+                     progress=not ns.no_progress)
+
+
 def _main(argv):
     if argv and argv[0] == "bench":
         # bench WORKLOAD ...: everything after the workload goes to the parser generated from the
@@ -276,6 +294,8 @@ def _main(argv):
         return cmd_report(ns)
     if ns.cmd == "demo":
         return cmd_demo(ns, argv)
+    if ns.cmd == "suite":
+        return cmd_suite(ns)
     raise UsageError(f"unknown command '{ns.cmd}'")
 
 

@@ -1,0 +1,234 @@
+"""`locklab suite`: every experiment of the source documents (seeds 004, 002, 000), one command.
+
+Each experiment is a `locklab bench` invocation, written down here as data: the workload, the locks
+(explicit names, or "+FAMILY" for every other available registry entry of that family, so peers join
+by being registered), the swept and fixed parameters, the repeat count and the baseline. The suite
+runs them in order through the same planner as `locklab bench`, writes
+
+    DIR/<experiment>.json   one results file each (its "command" is the equivalent bench line)
+    DIR/summary.md          per experiment: command, runs, and per cell the winner and its margin
+    DIR/report/             one HTML report over all of them
+
+Python measures nothing: the durations below only size the runs; `--quick` shrinks every experiment
+to a smoke test of a few seconds (used by the tests). What each experiment reproduces:
+
+  seed004-mutex       seed 004's threads x load table: lk_mutex vs glibc (normal, adaptive, PI), the
+                      plain wait-wake futex mutex, TTAS and every available peer mutex (issues 2, 5)
+  seed004-spinlock    the spinlocks (ours and peers') at and past the core count, with CPU per op
+  seed002-lockref     lockref: spinlock only vs plain atomic vs unbounded vs bounded (limit 100)
+  seed002-retry       the retry-limit sweep {1,15,50,100,200,500}: CAS failures per success, fallbacks
+  seed002-cas-storm   raw cmpxchg loop vs fetch_add vs a lock: failures per success
+  seed002-refcount    LKDTM REFCOUNT_TIMING: atomic vs fast vs full
+  seed000-hash        perf bench futex hash: the kernel futex vs the parking lot's three layouts
+  seed000-buckets     the kernel's private hash at autosize vs global vs 256 buckets (PR_FUTEX_HASH)
+  seed000-wake        perf bench futex wake: wake-all latency, one at a time and one broadcast
+  seed000-requeue     perf bench futex requeue: kernel CMP_REQUEUE vs lk_unpark_requeue
+"""
+
+import datetime as _dt
+import os
+from dataclasses import dataclass, field
+
+from . import runner
+from .tables import fmt_num
+from .errors import UsageError
+
+OVERHEAD_S = 0.15  # per driver process, as in demo.py (an estimate for the progress line only)
+
+
+@dataclass
+class Experiment:
+    name: str
+    workload: str
+    locks: list
+    params: dict
+    repeat: int = 5
+    baseline: str = None
+    quick: dict = field(default_factory=dict)  # parameter overrides for --quick
+
+
+EXPERIMENTS = [
+    Experiment("seed004-mutex", "mutex",
+               ["lk_mutex", "glibc_normal", "glibc_adaptive", "glibc_pi", "futex3", "spin_ttas",
+                "+mutex"],
+               {"threads": "1,2,10,256", "load": "0,1,10,50,100", "duration": "0.3",
+                "warmup": "0.05"},
+               baseline="glibc_normal", quick={"threads": "1,2", "load": "10"}),
+    # FIFO spinlocks hand the lock to a preempted waiter when threads outnumber CPUs: every handoff
+    # then waits for a scheduler tick, so the oversubscribed column stops at 2x the usual core count.
+    Experiment("seed004-spinlock", "spinlock", ["spin_ttas", "+spinlock"],
+               {"threads": "1,2,4", "load": "0,10,100", "duration": "0.3", "warmup": "0.05"},
+               baseline="spin_ttas", quick={"threads": "1,2", "load": "10"}),
+    Experiment("seed002-lockref", "lockref", ["spinlock", "atomic", "unbounded", "bounded"],
+               {"threads": "1,2,4,16", "retry-limit": "100", "duration": "0.3", "warmup": "0.05"},
+               baseline="spinlock", quick={"threads": "1,2"}),
+    Experiment("seed002-retry", "lockref", ["bounded"],
+               {"threads": "2,4,16", "retry-limit": "1,15,50,100,200,500", "duration": "0.2",
+                "warmup": "0.05"},
+               quick={"threads": "2", "retry-limit": "1,100"}),
+    Experiment("seed002-cas-storm", "cas-storm", ["cas", "faa", "mutex"],
+               {"threads": "1,2,4,16", "duration": "0.3", "warmup": "0.05"},
+               baseline="cas", quick={"threads": "2"}),
+    Experiment("seed002-refcount", "refcount-timing", ["atomic", "fast", "full"],
+               {"iterations": "33554432"}, repeat=7, baseline="atomic",
+               quick={"iterations": "100000"}),
+    Experiment("seed000-hash", "futex-hash", ["kernel", "packed", "split", "lean"],
+               {"threads": "1,2,8", "futexes": "1024", "duration": "0.3", "warmup": "0.05"},
+               baseline="kernel", quick={"threads": "2"}),
+    Experiment("seed000-buckets", "futex-hash", ["kernel"],
+               {"threads": "2,8,32", "buckets": "auto,global,256", "duration": "0.3",
+                "warmup": "0.05"},
+               quick={"threads": "2", "buckets": "auto,256"}),
+    Experiment("seed000-wake", "futex-wake", ["kernel", "lean"],
+               {"waiters": "2,16,64,256", "nwake": "1,0", "rounds": "10"},
+               baseline="kernel", quick={"waiters": "2,4", "rounds": "2"}),
+    Experiment("seed000-requeue", "requeue", ["kernel", "lean"],
+               {"waiters": "16,64", "nrequeue": "1,0", "rounds": "10"},
+               baseline="kernel", quick={"waiters": "4", "rounds": "2"}),
+]
+
+QUICK_FIXED = {"duration": "0.02", "warmup": "0", "repeat": 2}
+
+
+def resolve_locks(exp, wl, algorithms, note):
+    """The experiment's lock names, '+FAMILY' expanded, unavailable ones dropped with a note."""
+    lp = wl.lock_param
+    if lp is None:
+        return []
+    accepted = {a["name"]: a for a in runner.algs_for(lp, algorithms)}
+    names = []
+    for item in exp.locks:
+        if item.startswith("+"):
+            fam = item[1:]
+            names += [a["name"] for a in algorithms
+                      if a.get("family") == fam and a["name"] not in names + exp.locks]
+        else:
+            names.append(item)
+    locks = []
+    for n in names:
+        a = accepted.get(n)
+        if a is not None and not a.get("available", True):
+            note(f"{exp.name}: skipping {n}: {a.get('missing') or 'not available'}")
+        elif a is None and lp.type == "alg":
+            note(f"{exp.name}: skipping {n}: not in this driver's registry")
+        else:
+            locks.append(n)
+    return locks
+
+
+def bench_args(exp, locks, quick):
+    """The `locklab bench` arguments (after the workload) for one experiment."""
+    params = dict(exp.params)
+    repeat = exp.repeat
+    if quick:
+        params.update(exp.quick)
+        for k in ("duration", "warmup"):
+            if k in params:
+                params[k] = QUICK_FIXED[k]
+        repeat = QUICK_FIXED["repeat"]
+    args = []
+    if locks:
+        args += ["--lock", ",".join(locks)]
+    for k, v in params.items():
+        args += [f"--{k}", v]
+    args += ["--repeat", str(repeat)]
+    if exp.baseline and exp.baseline in locks:
+        args += ["--baseline", exp.baseline]
+    return args
+
+
+def select(only):
+    if not only:
+        return list(EXPERIMENTS)
+    wanted = [s for s in only.split(",") if s]
+    known = {e.name: e for e in EXPERIMENTS}
+    bad = [w for w in wanted if w not in known]
+    if bad:
+        raise UsageError(f"--only: expected experiment names from {', '.join(known)}, "
+                         f"got '{','.join(bad)}'")
+    return [known[w] for w in wanted]
+
+
+def summary_md(docs, notes):
+    lines = ["# locklab suite: the source documents' experiments", ""]
+    if docs:
+        m = docs[0][1].get("machine", {})
+        lines += [f"Machine: {m.get('cpu_model', '?')}, {m.get('online_cpus', '?')} online CPUs, "
+                  f"kernel {m.get('kernel', '?')}, relax {m.get('relax', '?')} "
+                  f"({m.get('pause_ns', '?')} ns per relax), hypervisor {m.get('hypervisor', '?')}.",
+                  ""]
+    lines += [f"- {n}" for n in notes]
+    if notes:
+        lines.append("")
+    for name, doc in docs:
+        hib = doc["higher_is_better"]
+        lines += [f"## {name}", "", f"`{doc['command']}`", "",
+                  f"Metric {doc['metric']} ({'higher' if hib else 'lower'} is better); "
+                  f"{len(doc['runs'])} runs; baseline {doc.get('baseline')}.", "",
+                  "| cell | winner (tied with) | winner median | vs baseline (95% CI, p, verdict) |",
+                  "|---|---|---:|---|"]
+        for cell in doc["cells"]:
+            cp = ", ".join(f"{k}={v}" for k, v in cell["params"].items()) or "-"
+            win = cell.get("winner")
+            tied = cell.get("winner_tied_with") or []
+            med = cell["stats"].get(win, {}).get("median") if win else None
+            comp = next((c for c in cell.get("comparisons", []) if c["lock"] == win), None)
+            vs = "baseline" if win == doc.get("baseline") else (
+                f"{comp['ratio']:.3g}x [{comp['ratio_ci95'][0]:.3g}, {comp['ratio_ci95'][1]:.3g}] "
+                f"p={comp['mannwhitney_p']:.3g} {comp['verdict']}" if comp else "-")
+            lines.append(f"| {cp} | {win}{' (' + ', '.join(tied) + ')' if tied else ''} | "
+                         f"{fmt_num(med)} | {vs} |" if med is not None else f"| {cp} | {win} | - | - |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print):
+    """Runs the selected experiments; returns the exit status."""
+    from .cli import build_plan, bench_parser, run_plan
+    from .demo import write_report
+    from .results import dump
+
+    exps = select(only)
+    if out_dir is None:
+        ts = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        out_dir = os.path.join("results", f"suite-{ts}")
+    os.makedirs(out_dir, exist_ok=True)
+    algorithms = driver.algorithms()
+    notes, plans = [], []
+
+    def collect(msg):
+        notes.append(msg)
+        note(msg)
+
+    for exp in exps:  # plan everything first: bad input is reported before anything runs
+        wl = driver.workload(exp.workload)
+        locks = resolve_locks(exp, wl, algorithms, collect)
+        if wl.lock_param is not None and not locks:
+            collect(f"{exp.name}: skipped, none of its locks is available")
+            continue
+        args = bench_args(exp, locks, quick)
+        plan = build_plan(wl, algorithms, bench_parser(wl, algorithms).parse_args(args))
+        plans.append((exp, args, plan))
+    total = sum(p.total_runs * (float(p.fixed_args.get("duration", 0.0)) +
+                                float(p.fixed_args.get("warmup", 0.0)) + OVERHEAD_S)
+                for _, _, p in plans)
+    note(f"suite: {len(plans)} experiments, {sum(p.total_runs for _, _, p in plans)} driver runs, "
+         f"roughly {total / 60:.0f} minutes or more")
+    docs, paths = [], []
+    for exp, args, plan in plans:
+        path = os.path.join(out_dir, f"{exp.name}.json")
+        note(f"suite: {exp.name}: locklab bench {exp.workload} {' '.join(args)}")
+        doc = run_plan(plan, driver, ["bench", exp.workload] + args + ["--out", path], path,
+                       progress=progress)
+        doc["experiment"] = exp.name
+        dump(doc, path)
+        docs.append((exp.name, doc))
+        paths.append(path)
+    spath = os.path.join(out_dir, "summary.md")
+    with open(spath, "w", encoding="utf-8") as f:
+        f.write(summary_md(docs, notes))
+    print(f"wrote {spath}")
+    rpath = write_report(paths, os.path.join(out_dir, "report"), note)
+    if rpath:
+        print(f"report: {rpath}")
+    return 0

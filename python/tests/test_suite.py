@@ -1,0 +1,65 @@
+"""`locklab suite`: the experiment list is valid against the real driver, and a quick run writes one
+results file per experiment, a summary and the report."""
+
+import json
+
+import pytest
+
+from conftest import real_driver
+from locklab import suite
+
+DRIVER = real_driver()
+needs_driver = pytest.mark.skipif(DRIVER is None, reason="locklab-bench not built (make build)")
+
+
+def test_list_names_every_experiment(run_cli):
+    rc, out, _ = run_cli("suite", "--list")
+    assert rc == 0
+    for e in suite.EXPERIMENTS:
+        assert e.name in out and f"locklab bench {e.workload} " in out
+
+
+def test_only_rejects_unknown_experiment(run_cli):
+    rc, _, err = run_cli("suite", "--only", "seed004-mutex,nope")
+    assert rc == 2
+    assert "--only" in err and "nope" in err
+
+
+@needs_driver
+def test_quick_suite_writes_results_summary_and_report(tmp_path, monkeypatch, run_cli):
+    monkeypatch.setenv("LOCKLAB_BENCH", DRIVER)
+    only = "seed004-mutex,seed002-retry,seed000-hash"
+    rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", only, "--out", tmp_path)
+    assert rc == 0, err
+    for name in only.split(","):
+        doc = json.loads((tmp_path / f"{name}.json").read_text())
+        assert doc["schema"] == "locklab-results/1"
+        assert doc["experiment"] == name
+        assert doc["runs"] and doc["cells"]
+        assert doc["command"].startswith("locklab bench ")
+    mutex = json.loads((tmp_path / "seed004-mutex.json").read_text())
+    # '+mutex' expands to every available mutex-family entry, after the named ones
+    assert mutex["locks"][:2] == ["lk_mutex", "glibc_normal"]
+    assert mutex["baseline"] == "glibc_normal"
+    retry = json.loads((tmp_path / "seed002-retry.json").read_text())
+    assert retry["axes"]["retry-limit"] == [1, 100]
+    summary = (tmp_path / "summary.md").read_text()
+    for name in only.split(","):
+        assert f"## {name}" in summary
+    assert (tmp_path / "report" / "index.html").is_file()
+
+
+@needs_driver
+def test_every_experiment_plans_against_the_driver(monkeypatch):
+    """The full (not quick) experiment definitions pass the same validation as `locklab bench`."""
+    from locklab.cli import bench_parser, build_plan
+    from locklab.driver import Driver
+    monkeypatch.setenv("LOCKLAB_BENCH", DRIVER)
+    d = Driver()
+    algorithms = d.algorithms()
+    for e in suite.EXPERIMENTS:
+        wl = d.workload(e.workload)
+        locks = suite.resolve_locks(e, wl, algorithms, note=lambda m: None)
+        plan = build_plan(wl, algorithms, bench_parser(wl, algorithms).parse_args(
+            suite.bench_args(e, locks, quick=False)))
+        assert plan.total_runs > 0
