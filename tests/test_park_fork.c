@@ -207,6 +207,16 @@ int main(void)
 	static struct pair pairs[NPAIRS];
 	int rounds = lkt_sanitized() ? 3 : 8;
 
+#if defined(LOCKLAB_SANITIZE_address)
+	/* Not a locklab limitation: gcc 12's libasan takes none of its allocator locks around fork(),
+	 * so a child forked while another thread is inside malloc deadlocks on its first allocation of
+	 * that size class (seen in CI: every child thread blocked in
+	 * SizeClassAllocator64::GetFromAllocator, called from pthread_create). glibc's own malloc is
+	 * fork-safe; this test runs in the normal, TSan and UBSan builds. */
+	printf("test_park_fork: skipped under AddressSanitizer (libasan's allocator is not fork-safe "
+	       "with other threads running)\n");
+	return 77;
+#endif
 	lkt_watchdog(120);
 	CHECK_EQ(lk_park(&words[0], &never_ops, NULL, 0, NULL, CLOCK_MONOTONIC, NULL), LK_PARK_INVALID);
 	for (unsigned i = 0; i < NHAMMER; i++)
