@@ -388,6 +388,11 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 	free(ops0);
 	w->ctx = ctx;
 	w->nthreads = nthreads;
+	if (err) {
+		fprintf(stderr, "locklab-bench: --threads: could not start %u threads (started %u): %s\n",
+			nthreads, created, strerror(err));
+		lab_window_free(w);
+	}
 	return err;
 }
 

@@ -108,6 +108,13 @@ struct lab_param {
 	bool axis;		/* the CLI may sweep it (comma lists -> matrix) */
 };
 
+/* The parameters every harness-timed workload shares, and the end of a parameter table. */
+#define LAB_PARAM_DURATION \
+	{ "duration", LAB_P_DOUBLE, "1", 0.01, 3600, NULL, "measured window, seconds", false }
+#define LAB_PARAM_WARMUP \
+	{ "warmup", LAB_P_DOUBLE, "0.1", 0, 60, NULL, "seconds all threads run before the window opens", false }
+#define LAB_PARAM_END { NULL, 0, NULL, 0, 0, NULL, NULL, false }
+
 struct lab_run;
 
 struct lab_workload {
@@ -181,7 +188,8 @@ struct lab_window {
 	unsigned nthreads;
 };
 
-/* Runs the harness; lat_cap samples of latency per thread (0 = none). Returns 0 or an errno value. */
+/* Runs the harness; lat_cap samples of latency per thread (0 = none). Returns 0, or an errno value
+ * after printing "locklab-bench: --threads: could not start N threads" and freeing the window. */
 int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void (*fn)(struct lab_ctx *),
 		    void *arg, size_t lat_cap, struct lab_window *w);
 void lab_window_free(struct lab_window *w);

@@ -75,7 +75,7 @@ struct lab_fxpool {
 };
 
 /* Starts n waiters (round 0: they wait on gen == 0). 0 or an errno value. */
-int lab_fxpool_start(struct lab_fxpool *p, const struct lab_fx *fx, unsigned n);
+int lab_fxpool_start(struct lab_fxpool *p, const struct lab_fx *fx, unsigned n);	/* prints why it failed */
 /* Waits until every waiter announced round `round` and sleeps; 0, or ETIMEDOUT after 10 s. */
 int lab_fxpool_wait_asleep(struct lab_fxpool *p, uint32_t round);
 /* Waits until all n waiters of the round have returned from their wait (after a wake). */

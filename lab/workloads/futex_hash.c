@@ -147,9 +147,7 @@ static int fh_run(const struct lab_run *r, struct lab_json *out)
 
 	err = lab_harness_run(nthreads, lab_d(r, "warmup"), lab_d(r, "duration"), fh_worker, s, 0, &w);
 	if (err) {
-		fprintf(stderr, "locklab-bench: --threads: could not start %u threads: %s\n", nthreads,
-			strerror(err));
-		lab_window_free(&w);
+		err = 1;
 		goto out;
 	}
 	for (unsigned i = 0; i < nthreads; i++)
@@ -195,9 +193,9 @@ static const struct lab_param fh_params[] = {
 	{ "futexes", LAB_P_UINT, "1024", 1, 1 << 20, NULL, "futex words per thread (perf: -f)", true },
 	{ "buckets", LAB_P_STR, "auto", 0, 0, NULL,
 	  "auto | global | N (power of two): kernel PR_FUTEX_HASH slots, or the lot's reserve", true },
-	{ "duration", LAB_P_DOUBLE, "1", 0.01, 3600, NULL, "measured window, seconds", false },
-	{ "warmup", LAB_P_DOUBLE, "0.1", 0, 60, NULL, "seconds all threads run before the window", false },
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false },
+	LAB_PARAM_DURATION,
+	LAB_PARAM_WARMUP,
+	LAB_PARAM_END,
 };
 
 const struct lab_workload lab_wl_futex_hash = {

@@ -81,7 +81,7 @@ static void *fxw_main(void *arg)
 	}
 }
 
-int lab_fxpool_start(struct lab_fxpool *p, const struct lab_fx *fx, unsigned n)
+static int fxpool_spawn(struct lab_fxpool *p, const struct lab_fx *fx, unsigned n)
 {
 	p->fx = *fx;
 	p->n = 0;
@@ -110,6 +110,16 @@ int lab_fxpool_start(struct lab_fxpool *p, const struct lab_fx *fx, unsigned n)
 		p->n++;
 	}
 	return 0;
+}
+
+int lab_fxpool_start(struct lab_fxpool *p, const struct lab_fx *fx, unsigned n)
+{
+	int err = fxpool_spawn(p, fx, n);
+
+	if (err)
+		fprintf(stderr, "locklab-bench: --waiters: could not start %u waiters (started %u): %s\n", n,
+			p->n, strerror(err));
+	return err;
 }
 
 /* The scheduler state letter of thread `tid` ('R', 'S', ...), or 0. */
@@ -307,7 +317,6 @@ static int fw_run(const struct lab_run *r, struct lab_json *out)
 		goto out_free;
 	err = lab_fxpool_start(p, &fx, n);
 	if (err) {
-		fprintf(stderr, "locklab-bench: --waiters: could not start %u waiters: %s\n", n, strerror(err));
 		err = 1;
 		goto out;
 	}
@@ -359,7 +368,7 @@ static const struct lab_param fw_params[] = {
 	{ "waiters", LAB_P_UINT, "16", 1, 4096, NULL, "threads asleep on one word", true },
 	{ "nwake", LAB_P_UINT, "1", 0, 4096, NULL, "waiters woken per call; 0 = one broadcast (perf: -w)", true },
 	{ "rounds", LAB_P_UINT, "20", 1, 100000, NULL, "timed wake-alls (each a sample)", false },
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false },
+	LAB_PARAM_END,
 };
 
 const struct lab_workload lab_wl_futex_wake = {

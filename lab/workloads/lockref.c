@@ -208,9 +208,6 @@ static int lockref_run(const struct lab_run *r, struct lab_json *out)
 
 	err = lab_harness_run(nthreads, lab_d(r, "warmup"), lab_d(r, "duration"), lockref_worker, s, 0, &w);
 	if (err) {
-		fprintf(stderr, "locklab-bench: --threads: could not start %u threads: %s\n", nthreads,
-			strerror(err));
-		lab_window_free(&w);
 		err = 1;
 		goto out;
 	}
@@ -267,9 +264,9 @@ static const struct lab_param lockref_params[] = {
 	{ "retry-limit", LAB_P_UINT, "100", 1, INT_MAX - 1, NULL,
 	  "bounded: cmpxchg attempts before falling back to the spinlock (kernel: 100)", true },
 	{ "parallel", LAB_P_UINT, "0", 0, 10000000, NULL, "pause instructions of work between operations", true },
-	{ "duration", LAB_P_DOUBLE, "1", 0.01, 3600, NULL, "measured window, seconds", false },
-	{ "warmup", LAB_P_DOUBLE, "0.1", 0, 60, NULL, "seconds all threads run before the window opens", false },
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false },
+	LAB_PARAM_DURATION,
+	LAB_PARAM_WARMUP,
+	LAB_PARAM_END,
 };
 
 const struct lab_workload lab_wl_lockref = {

@@ -220,9 +220,7 @@ static int mutex_run(const struct lab_run *r, struct lab_json *out)
 	err = lab_harness_run(nthreads, lab_d(r, "warmup"), lab_d(r, "duration"), mutex_worker, s,
 			      lat_cap_for(nthreads), &w);
 	if (err) {
-		fprintf(stderr, "locklab-bench: --threads: could not start %u threads: %s\n", nthreads,
-			strerror(err));
-		lab_window_free(&w);
+		err = 1;
 		goto out;
 	}
 	for (unsigned i = 0; i < nthreads; i++)
@@ -266,12 +264,11 @@ out:
 	  "shared 64-byte cache lines written once per critical section", true },		\
 	{ "parallel", LAB_P_UINT, "0", 0, 10000000, NULL,					\
 	  "pause instructions of work outside the lock per operation", true },			\
-	{ "duration", LAB_P_DOUBLE, "1", 0.01, 3600, NULL, "measured window, seconds", false },	\
-	{ "warmup", LAB_P_DOUBLE, "0.1", 0, 60, NULL,						\
-	  "seconds all threads run before the window opens", false },				\
+	LAB_PARAM_DURATION,									\
+	LAB_PARAM_WARMUP,									\
 	{ "lat-every", LAB_P_UINT, "16", 1, 1e9, NULL,						\
 	  "time every Nth acquisition (acquisition latency sampling)", false },			\
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false }
+	LAB_PARAM_END
 
 static const struct lab_param mutex_params[] = { MUTEX_PARAMS("mutex,spinlock", "lk_mutex") };
 static const struct lab_param spinlock_params[] = { MUTEX_PARAMS("spinlock", "spin_ttas") };

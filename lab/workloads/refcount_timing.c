@@ -73,7 +73,7 @@ static const struct lab_param rt_params[] = {
 	  "refcount flavour: unchecked atomic, fast (fetch_add then check), full (cmpxchg loop)", true },
 	{ "iterations", LAB_P_UINT, "67108864", 1, INT_MAX - 1, NULL,
 	  "increments (then iterations + 1 dec_and_tests); LKDTM uses 2147483646", true },
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false },
+	LAB_PARAM_END,
 };
 
 const struct lab_workload lab_wl_refcount_timing = {

@@ -65,7 +65,6 @@ static int rq_run(const struct lab_run *r, struct lab_json *out)
 	}
 	err = lab_fxpool_start(p, &fx, n);
 	if (err) {
-		fprintf(stderr, "locklab-bench: --waiters: could not start %u waiters: %s\n", n, strerror(err));
 		err = 1;
 		goto out;
 	}
@@ -127,7 +126,7 @@ static const struct lab_param rq_params[] = {
 	{ "waiters", LAB_P_UINT, "16", 1, 4096, NULL, "threads asleep on word 1", true },
 	{ "nrequeue", LAB_P_UINT, "1", 0, 4096, NULL, "waiters moved per call; 0 = all (perf: -q)", true },
 	{ "rounds", LAB_P_UINT, "20", 1, 100000, NULL, "timed requeue-alls (each a sample)", false },
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false },
+	LAB_PARAM_END,
 };
 
 const struct lab_workload lab_wl_requeue = {

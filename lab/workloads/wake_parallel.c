@@ -74,7 +74,6 @@ static int wp_run(const struct lab_run *r, struct lab_json *out)
 	s->share = n / nw;
 	err = lab_fxpool_start(p, &fx, n);
 	if (err) {
-		fprintf(stderr, "locklab-bench: --waiters: could not start %u waiters: %s\n", n, strerror(err));
 		err = 1;
 		goto out;
 	}
@@ -144,7 +143,7 @@ static const struct lab_param wp_params[] = {
 	{ "waiters", LAB_P_UINT, "16", 1, 4096, NULL, "threads asleep on one word", true },
 	{ "wakers", LAB_P_UINT, "2", 1, 256, NULL, "waker threads, each waking waiters/wakers", true },
 	{ "rounds", LAB_P_UINT, "20", 1, 100000, NULL, "timed rounds (each a sample)", false },
-	{ NULL, 0, NULL, 0, 0, NULL, NULL, false },
+	LAB_PARAM_END,
 };
 
 const struct lab_workload lab_wl_wake_parallel = {
