@@ -59,6 +59,8 @@ def _top_parser():
     ps.add_argument("--quick", action="store_true", help="a tiny version that takes seconds")
     ps.add_argument("--only", metavar="A,B", help="run only these experiments (see --list)")
     ps.add_argument("--list", action="store_true", help="list the experiments and exit")
+    ps.add_argument("--summarize", metavar="DIR",
+                    help="rewrite DIR/summary.md and DIR/report from its results files; run nothing")
     ps.add_argument("--no-progress", action="store_true", help="no progress bar")
     pc = sub.add_parser("compare", help="baseline A.json vs candidate B.json, changelog style")
     pc.add_argument("a", metavar="A.json", help="baseline results file")
@@ -267,6 +269,8 @@ def cmd_suite(ns):
             print(f"{e.name:18} locklab bench {e.workload} "
                   f"{' '.join(suite.bench_args(e, e.locks, False))}")
         return 0
+    if ns.summarize:
+        return suite.summarize(ns.summarize)
     return suite.run(Driver(), out_dir=ns.out, quick=ns.quick, only=ns.only,
                      progress=not ns.no_progress)
 

@@ -892,7 +892,9 @@ def _bytes_table(res):
     seen = set()
     for cell in res.cells:
         for lock in res.locks:
-            bpb = _median([_num(_dict(r.get("result")).get("bytes_per_bucket"))
+            # futex-hash reports "bucket_bytes"; "bytes_per_bucket" is accepted too
+            bpb = _median([_num(_dict(r.get("result")).get("bytes_per_bucket",
+                                                         _dict(r.get("result")).get("bucket_bytes")))
                            for r in res.runs_for(cell, lock)])
             if bpb is None:
                 bpb = _num(_dict(res.stat(cell, lock).get("secondary")).get("bytes_per_bucket"))
@@ -995,7 +997,8 @@ def _section(res, idx, figs, strict, show_machine=True):
          "work) and CPU time (user + sys) per operation, per lock.")
     out.append("<h3>Comparison per cell</h3>")
     out.append(_comparison_table(res))
-    if is_futex_hash or any("bytes_per_bucket" in _dict(r.get("result")) for r in res.runs):
+    if is_futex_hash or any("bytes_per_bucket" in _dict(r.get("result")) or
+                            "bucket_bytes" in _dict(r.get("result")) for r in res.runs):
         try:
             out.append(_bytes_table(res))
         except Exception as e:

@@ -149,6 +149,72 @@ def select(only):
     return [known[w] for w in wanted]
 
 
+def _runs_by(doc, lock, params, key):
+    """result[key] of every run of `lock` in the cell `params` (numbers only)."""
+    out = []
+    for r in doc["runs"]:
+        if r.get("lock") != lock or any(r["params"].get(k) != v for k, v in params.items()):
+            continue
+        v = r["result"].get(key)
+        if isinstance(v, (int, float)):
+            out.append(float(v))
+    return out
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if n == 0 else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
+
+
+def targets_md(doc):
+    """Issue 2's targets for lk_mutex, per cell of a mutex-workload results file (empty otherwise):
+    median throughput vs the best glibc mutex and vs futex3 (ratio, CI, verdict), CPU per op vs glibc
+    normal, the fraction of the serial limit reached, and the uncontended lock+unlock cost."""
+    from . import stats as st
+    if doc.get("workload") != "mutex" or "lk_mutex" not in doc.get("locks", []):
+        return []
+    lines = ["### lk_mutex against the foundation issue's targets", "",
+             "Throughput ratios are median/median with a 95% bootstrap CI and the verdict rule above "
+             "(faster/slower only when ranges do not overlap and p < 0.05). CPU/op is process "
+             "user+sys per operation over the window; serial fraction is ops/s over "
+             "1e9/(critical section + uncontended pair).", "",
+             "| threads | load | vs best glibc | vs futex3 | CPU/op lk vs glibc_normal (ns) | "
+             "serial fraction lk / glibc_normal |", "|---:|---:|---|---|---|---|"]
+
+    def vs(cell, other):
+        stt = cell["stats"]
+        if other not in stt or "lk_mutex" not in stt:
+            return "-"
+        c = st.compare_samples(stt["lk_mutex"]["values"], stt[other]["values"], True)
+        return (f"{other}: {c['ratio']:.2f}x [{c['ratio_ci95'][0]:.2f}, {c['ratio_ci95'][1]:.2f}] "
+                f"**{c['verdict']}**")
+
+    pair = {}
+    for cell in doc["cells"]:
+        params = dict(doc.get("fixed", {}))
+        params.update(cell["params"])
+        stt = cell["stats"]
+        glibc = [n for n in ("glibc_normal", "glibc_adaptive") if n in stt]
+        best = max(glibc, key=lambda n: stt[n]["median"]) if glibc else None
+        cpu_lk = _median(_runs_by(doc, "lk_mutex", cell["params"], "cpu_ns_per_op"))
+        cpu_gn = _median(_runs_by(doc, "glibc_normal", cell["params"], "cpu_ns_per_op"))
+        sf_lk = _median(_runs_by(doc, "lk_mutex", cell["params"], "serial_fraction"))
+        sf_gn = _median(_runs_by(doc, "glibc_normal", cell["params"], "serial_fraction"))
+        cpu = (f"{cpu_lk:.0f} vs {cpu_gn:.0f} ({cpu_lk / cpu_gn:.2f}x)"
+               if cpu_lk and cpu_gn else "-")
+        sf = f"{sf_lk:.2f} / {sf_gn:.2f}" if sf_lk is not None and sf_gn is not None else "-"
+        lines.append(f"| {params.get('threads')} | {params.get('load')} | "
+                     f"{vs(cell, best) if best else '-'} | {vs(cell, 'futex3')} | {cpu} | {sf} |")
+        for lock in doc["locks"]:
+            pair.setdefault(lock, []).extend(_runs_by(doc, lock, cell["params"],
+                                                      "uncontended_pair_ns"))
+    lines += ["", "Uncontended lock+unlock, ns per pair (median over every run of the file, each "
+              "timed single-threaded by the driver before its threads start): " +
+              ", ".join(f"{k} {_median(v):.1f}" for k, v in pair.items() if v), ""]
+    return lines
+
+
 def summary_md(docs, notes):
     lines = ["# locklab suite: the source documents' experiments", ""]
     if docs:
@@ -179,7 +245,30 @@ def summary_md(docs, notes):
             lines.append(f"| {cp} | {win}{' (' + ', '.join(tied) + ')' if tied else ''} | "
                          f"{fmt_num(med)} | {vs} |" if med is not None else f"| {cp} | {win} | - | - |")
         lines.append("")
+        lines += targets_md(doc)
     return "\n".join(lines)
+
+
+def summarize(out_dir, note=print):
+    """Rewrites DIR/summary.md and DIR/report/ from the results files already in DIR."""
+    from .demo import write_report
+    from .results import load
+    docs, paths = [], []
+    for exp in EXPERIMENTS:
+        path = os.path.join(out_dir, f"{exp.name}.json")
+        if os.path.isfile(path):
+            docs.append((exp.name, load(path)))
+            paths.append(path)
+    if not docs:
+        raise UsageError(f"--summarize: expected a directory with suite results, got '{out_dir}'")
+    spath = os.path.join(out_dir, "summary.md")
+    with open(spath, "w", encoding="utf-8") as f:
+        f.write(summary_md(docs, []))
+    print(f"wrote {spath}")
+    rpath = write_report(paths, os.path.join(out_dir, "report"), note)
+    if rpath:
+        print(f"report: {rpath}")
+    return 0
 
 
 def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print):
