@@ -215,6 +215,39 @@ def targets_md(doc):
     return lines
 
 
+# Per workload, the result fields (besides the metric) whose per-lock medians the summary tabulates:
+# the figures the source documents argue about.
+DETAILS = {
+    "spinlock": ["ops_per_sec", "cpu_ns_per_op", "fairness_jain"],
+    "lockref": ["ops_per_sec", "cas_failures_per_success", "fallback_rate", "cpu_ns_per_op"],
+    "cas-storm": ["ops_per_sec", "cas_failures_per_success", "cpu_ns_per_op"],
+    "refcount-timing": ["ns_per_op"],
+    "futex-hash": ["ops_per_sec", "cpu_ns_per_op", "buckets_in_force", "bucket_bytes"],
+    "futex-wake": ["wake_all_ns", "wake_calls_per_round"],
+    "requeue": ["requeue_ns", "requeue_calls_per_round"],
+}
+
+
+def details_md(doc):
+    """Per cell and lock, medians of the DETAILS fields present in the runs (empty if none)."""
+    fields = DETAILS.get(doc.get("workload"), [])
+    present = [f for f in fields if any(f in r["result"] for r in doc["runs"])]
+    if not present:
+        return []
+    lines = ["Medians per cell and lock:", "",
+             "| cell | lock | " + " | ".join(present) + " |",
+             "|---|---|" + "---:|" * len(present)]
+    for cell in doc["cells"]:
+        cp = ", ".join(f"{k}={v}" for k, v in cell["params"].items()) or "-"
+        for lock in doc["locks"]:
+            vals = [_median(_runs_by(doc, lock, cell["params"], f)) for f in present]
+            if all(v is None for v in vals):
+                continue
+            lines.append(f"| {cp} | {lock} | " + " | ".join(fmt_num(v) for v in vals) + " |")
+    lines.append("")
+    return lines
+
+
 def summary_md(docs, notes):
     lines = ["# locklab suite: the source documents' experiments", ""]
     if docs:
@@ -246,6 +279,7 @@ def summary_md(docs, notes):
                          f"{fmt_num(med)} | {vs} |" if med is not None else f"| {cp} | {win} | - | - |")
         lines.append("")
         lines += targets_md(doc)
+        lines += details_md(doc)
     return "\n".join(lines)
 
 
