@@ -46,7 +46,26 @@ def test_quick_suite_writes_results_summary_and_report(tmp_path, monkeypatch, ru
     summary = (tmp_path / "summary.md").read_text()
     for name in only.split(","):
         assert f"## {name}" in summary
+    # issue 2's targets for lk_mutex, and the seed-002 figures for the retry sweep
+    assert "lk_mutex against the foundation issue's targets" in summary
+    assert "Uncontended lock+unlock, ns per pair" in summary
+    assert "| cas_failures_per_success | fallback_rate |" in summary
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+@needs_driver
+def test_summarize_rebuilds_from_results(tmp_path, monkeypatch, run_cli):
+    monkeypatch.setenv("LOCKLAB_BENCH", DRIVER)
+    rc, _, err = run_cli("suite", "--quick", "--no-progress", "--only", "seed002-refcount",
+                         "--out", tmp_path)
+    assert rc == 0, err
+    (tmp_path / "summary.md").unlink()
+    rc, out, err = run_cli("suite", "--summarize", tmp_path)
+    assert rc == 0, err
+    text = (tmp_path / "summary.md").read_text()
+    assert "## seed002-refcount" in text and "| ns_per_op |" in text
+    rc, _, err = run_cli("suite", "--summarize", tmp_path / "nothing-here")
+    assert rc == 2 and "--summarize" in err
 
 
 @needs_driver
