@@ -819,6 +819,9 @@ def _e(s):
     return html.escape(str(s), quote=True)
 
 
+MEASURED_MACHINE_FIELDS = ("pause_ns",)
+
+
 def _machine_table(machine):
     if not machine:
         return "<p class=note>No machine description in this file.</p>"
@@ -1036,9 +1039,13 @@ def write_report(paths, out_dir, strict=None):
     for old in out.glob("fig[0-9][0-9][0-9]-*.png"):  # figures of an earlier report here
         old.unlink()
 
-    machines = []
+    # Machines are told apart by what describes them, not by what each run measures on them
+    # (pause_ns is calibrated per run and always differs a little).
+    machines, idents = [], []
     for r in loaded:
-        if r.machine not in machines:
+        ident = {k: v for k, v in r.machine.items() if k not in MEASURED_MACHINE_FIELDS}
+        if ident not in idents:
+            idents.append(ident)
             machines.append(r.machine)
     shared = len(machines) == 1 and bool(machines[0])
 

@@ -307,6 +307,20 @@ def test_shared_machine_is_described_once(tmp_path, strict):
     assert page.count("Machine: as described at the top of the page.") == 2
 
 
+def test_per_run_calibration_does_not_split_machines(tmp_path, strict):
+    """pause_ns is measured by every run: files from one machine differ in it and still share it;
+    a different CPU count is a different machine."""
+    a, b, c = unknown_results(), single_cell_results(), single_cell_results()
+    b["machine"] = dict(MACHINE, pause_ns=MACHINE.get("pause_ns", 30.0) + 1.7)
+    c["machine"] = dict(MACHINE, online_cpus=16)
+    page = Path(report.write_report([_write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b)],
+                                    tmp_path / "out")).read_text(encoding="utf-8")
+    assert page.count("<table class=machine>") == 1 and "different machines" not in page
+    page = Path(report.write_report([_write(tmp_path, "a.json", a), _write(tmp_path, "c.json", c)],
+                                    tmp_path / "out2")).read_text(encoding="utf-8")
+    assert "These files come from 2 different machines" in page
+
+
 def test_html_escapes_untrusted_strings(tmp_path, strict):
     d = unknown_results()
     d["command"] = "locklab bench x --lock '<script>alert(1)</script>'"
