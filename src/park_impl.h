@@ -363,6 +363,18 @@ static __attribute__((noinline)) struct table *get_table_slow(void)
 	return t;
 }
 
+/* Appends td at the tail of b's queue (FIFO per bucket). The caller holds b's lock, or b belongs to
+ * a table no other thread can see yet (grow). */
+static inline void queue_append(struct bucket *b, struct thread_data *td)
+{
+	td->next = NULL;
+	if (BQ(b)->tail)
+		BQ(b)->tail->next = td;
+	else
+		BQ(b)->head = td;
+	BQ(b)->tail = td;
+}
+
 /* Grow until the current table has at least `want` buckets. Never waits for quiescence. */
 static void grow(size_t want)
 {
@@ -395,12 +407,7 @@ static void grow(size_t want)
 				struct bucket *nb = &nt->b[hash_addr(nt, k)];
 
 				next = td->next;
-				td->next = NULL;
-				if (BQ(nb)->tail)
-					BQ(nb)->tail->next = td;
-				else
-					BQ(nb)->head = td;
-				BQ(nb)->tail = td;
+				queue_append(nb, td);
 				/* relaxed: nt is unpublished; the release store of cur publishes it */
 				atomic_store_explicit(&nb->waiters,
 						      atomic_load_explicit(&nb->waiters, memory_order_relaxed) + 1,
@@ -555,15 +562,6 @@ static inline void waiters_add(struct bucket *b, int d)
 			      memory_order_relaxed);
 }
 
-static inline void queue_append(struct bucket *b, struct thread_data *td)
-{
-	td->next = NULL;
-	if (BQ(b)->tail)
-		BQ(b)->tail->next = td;
-	else
-		BQ(b)->head = td;
-	BQ(b)->tail = td;
-}
 
 /* Is any thread after `from` (or from the head when NULL) in b's queue parked on addr? */
 static inline bool queue_has(struct bucket *b, struct thread_data *from, uintptr_t addr)
