@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int lkt_failures;
@@ -49,6 +51,23 @@ static inline void lkt_watchdog(unsigned seconds)
 		seconds *= (unsigned)atoi(s);
 	signal(SIGALRM, lkt_watchdog_fire);
 	alarm(seconds);
+}
+
+/* Now on `clock`, in nanoseconds. */
+static inline uint64_t lkt_now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The absolute deadline `ns` nanoseconds from now on `clock` (ns may be negative: a past deadline). */
+static inline struct timespec lkt_deadline_in(clockid_t clock, int64_t ns)
+{
+	uint64_t t = lkt_now_ns(clock) + (uint64_t)ns;
+
+	return (struct timespec){ .tv_sec = (time_t)(t / 1000000000ull), .tv_nsec = (long)(t % 1000000000ull) };
 }
 
 /* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */

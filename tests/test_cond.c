@@ -23,21 +23,6 @@
 #include "locklab/cond.h"
 #include "locklab/mutex.h"
 
-static uint64_t ns_of(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static struct timespec deadline_in(clockid_t clock, int64_t ns)
-{
-	uint64_t t = ns_of(clock) + (uint64_t)ns;
-
-	return (struct timespec){ .tv_sec = (time_t)(t / 1000000000ull), .tv_nsec = (long)(t % 1000000000ull) };
-}
-
 static bool held(lk_mutex_t *m)
 {
 	return atomic_load_explicit(&m->word, memory_order_relaxed) & LK_MUTEX_LOCKED;
@@ -84,7 +69,7 @@ static void test_api(clockid_t clock)
 
 	/* mutex not held */
 	CHECK_EQ(lk_cond_wait(&c, &m), EPERM);
-	ts = deadline_in(clock, 1000000);
+	ts = lkt_deadline_in(clock, 1000000);
 	CHECK_EQ(lk_cond_timedwait(&c, &m, clock, &ts), EPERM);
 	CHECK(!held(&m));
 
@@ -96,7 +81,7 @@ static void test_api(clockid_t clock)
 	ts = (struct timespec){ 0, -1 };
 	CHECK_EQ(lk_cond_timedwait(&c, &m, clock, &ts), EINVAL);
 	CHECK_EQ(lk_cond_timedwait(&c, &m, clock, NULL), EINVAL);
-	ts = deadline_in(clock, 1000000);
+	ts = lkt_deadline_in(clock, 1000000);
 	CHECK_EQ(lk_cond_timedwait(&c, &m, CLOCK_THREAD_CPUTIME_ID, &ts), EINVAL);
 	CHECK(held(&m));
 
@@ -106,9 +91,9 @@ static void test_api(clockid_t clock)
 	CHECK(held(&m));
 	CHECK_EQ(cond_state(&c), 0);
 	/* future deadline: not before it */
-	ts = deadline_in(clock, 20000000);
+	ts = lkt_deadline_in(clock, 20000000);
 	CHECK_EQ(lk_cond_timedwait(&c, &m, clock, &ts), ETIMEDOUT);
-	CHECK(ns_of(clock) >= (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	CHECK(lkt_now_ns(clock) >= (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 	CHECK(held(&m));
 	CHECK_EQ(cond_state(&c), 0);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);
@@ -129,7 +114,7 @@ static void test_two_mutexes(void)
 	CHECK_EQ(lk_cond_destroy(&t.c), EBUSY);
 	lk_mutex_lock(&t.m2);
 	CHECK_EQ(lk_cond_wait(&t.c, &t.m2), EINVAL);
-	ts = deadline_in(CLOCK_MONOTONIC, 1000000000);
+	ts = lkt_deadline_in(CLOCK_MONOTONIC, 1000000000);
 	CHECK_EQ(lk_cond_timedwait(&t.c, &t.m2, CLOCK_MONOTONIC, &ts), EINVAL);
 	CHECK(held(&t.m2));	/* refused: the mutex was never released */
 	lk_mutex_unlock(&t.m2);
@@ -363,7 +348,7 @@ static void *tw_waiter(void *arg)
 
 	lk_mutex_lock(&w->m);
 	for (unsigned i = 0; i < w->per_thread; i++) {
-		struct timespec ts = deadline_in(i & 1 ? CLOCK_REALTIME : CLOCK_MONOTONIC, 50000);
+		struct timespec ts = lkt_deadline_in(i & 1 ? CLOCK_REALTIME : CLOCK_MONOTONIC, 50000);
 		int r = 0;
 
 		while (w->tokens == 0 && r != ETIMEDOUT)

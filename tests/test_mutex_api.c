@@ -17,21 +17,6 @@
 
 static lk_mutex_t smutex = LK_MUTEX_INITIALIZER;
 
-static uint64_t ns_of(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static struct timespec deadline_in(clockid_t clock, int64_t ns)
-{
-	uint64_t t = ns_of(clock) + (uint64_t)ns;
-
-	return (struct timespec){ .tv_sec = (time_t)(t / 1000000000ull), .tv_nsec = (long)(t % 1000000000ull) };
-}
-
 static uint32_t word(lk_mutex_t *m)
 {
 	return atomic_load_explicit(&m->word, memory_order_relaxed);
@@ -112,7 +97,7 @@ static void test_timedlock(clockid_t clock)
 		CHECK_EQ(lk_mutex_timedlock(&m, clock, &bad[i]), EINVAL);
 		CHECK_EQ(word(&m), 0);
 	}
-	ts = deadline_in(clock, 1000000000);
+	ts = lkt_deadline_in(clock, 1000000000);
 	CHECK_EQ(lk_mutex_timedlock(NULL, clock, &ts), EINVAL);
 	CHECK_EQ(lk_mutex_timedlock(&m, clock, NULL), EINVAL);
 	CHECK_EQ(lk_mutex_timedlock(&m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
@@ -123,21 +108,21 @@ static void test_timedlock(clockid_t clock)
 	CHECK_EQ(lk_mutex_timedlock(&m, clock, &ts), 0);
 	/* held, past deadline: ETIMEDOUT at once (the watchdog catches a hang) */
 	CHECK_EQ(lk_mutex_timedlock(&m, clock, &ts), ETIMEDOUT);
-	ts = deadline_in(clock, -1000000);
+	ts = lkt_deadline_in(clock, -1000000);
 	CHECK_EQ(lk_mutex_timedlock(&m, clock, &ts), ETIMEDOUT);
 	CHECK_EQ(word(&m), LK_MUTEX_LOCKED);
 
 	/* held, future deadline: ETIMEDOUT, not before the deadline */
-	ts = deadline_in(clock, 30000000);
+	ts = lkt_deadline_in(clock, 30000000);
 	CHECK_EQ(lk_mutex_timedlock(&m, clock, &ts), ETIMEDOUT);
-	CHECK(ns_of(clock) >= (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	CHECK(lkt_now_ns(clock) >= (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 	/* the timed-out waiter was the last one: it must not leave PARKED or SPINNING behind */
 	CHECK_EQ(word(&m), LK_MUTEX_LOCKED);
 
 	/* released by its owner while we wait: acquired */
 	pthread_t t;
 	CHECK_EQ(pthread_create(&t, NULL, unlock_when_waited, &m), 0);
-	ts = deadline_in(clock, 60ll * 1000000000);
+	ts = lkt_deadline_in(clock, 60ll * 1000000000);
 	CHECK_EQ(lk_mutex_timedlock(&m, clock, &ts), 0);
 	pthread_join(t, NULL);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);
@@ -195,7 +180,7 @@ static void *excl_worker(void *arg)
 		if ((i & 7) == 0 && lk_mutex_trylock(&e->m) == 0) {
 			e->counter++;
 		} else if ((i & 7) == 1) {
-			struct timespec ts = deadline_in(CLOCK_MONOTONIC, 60ll * 1000000000);
+			struct timespec ts = lkt_deadline_in(CLOCK_MONOTONIC, 60ll * 1000000000);
 
 			CHECK_EQ(lk_mutex_timedlock(&e->m, CLOCK_MONOTONIC, &ts), 0);
 			e->counter++;
