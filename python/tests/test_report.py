@@ -719,11 +719,28 @@ def test_report_renders_in_chromium(full_report, browser):
                             () => [i.getAttribute('src'), 0, 0])))
             .then(a => ({title: document.title, h1: document.querySelector('h1').textContent,
                          tables: document.querySelectorAll('table.comparisons').length,
+                         headline: document.querySelectorAll('#headline ~ table.headline').length,
+                         firstH2: document.querySelector('h2').id,
+                         cellheads: document.querySelectorAll('tr.cellhead').length,
+                         summary: !!document.getElementById('summary'),
+                         firstImgs: Array.from(document.querySelectorAll('h2[id^=s]')).map(h => {
+                             let e = h.nextElementSibling;
+                             while (e && e.tagName !== 'FIGURE' && e.tagName !== 'H2')
+                                 e = e.nextElementSibling;
+                             return e && e.tagName === 'FIGURE' ?
+                                 e.querySelector('img').getAttribute('src') : null; }),
                          images: a}))""")
     assert "exceptionDetails" not in res, res
     page = res["result"]["value"]
     assert page["title"] == "locklab report" and page["h1"] == "locklab report"
     assert page["tables"] == len(FILES)
+    # the headline comes first (a focus table for every file with two locks or more), each
+    # section's first figure is its heatmap, the comparison tables are grouped by cell
+    assert page["firstH2"] == "headline" and page["headline"] == len(FILES) - 1
+    firsts = page["firstImgs"]
+    assert len(firsts) == len(FILES)
+    assert ["heatmap" in (f or "") for f in firsts] == [True, False, True, True, True, True]
+    assert page["cellheads"] > len(FILES)
     srcs = [src for src, _, _ in page["images"]]
     assert srcs == expected
     broken = [(src, w, h) for src, w, h in page["images"] if not (w > 0 and h > 0)]
