@@ -1207,7 +1207,7 @@ def find_summary(paths):
     """summary.md next to the results files (they all share one directory), or None."""
     dirs = {Path(p).resolve().parent for p in paths}
     if len(dirs) == 1:
-        cand = next(iter(dirs)) / "summary.md"
+        cand = Path(paths[0]).parent / "summary.md"  # as the user named the files
         if cand.is_file():
             return cand
     return None
