@@ -80,20 +80,6 @@ def load_results(path):
     return results_mod.load(path)
 
 
-def _json_kind(v):
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bool):
-        return "boolean"
-    if v is None:
-        return "null"
-    return "number"
-
-
 # ---------------------------------------------------------------------------------------------
 # tolerant accessors: anything ill-typed reads as "missing"
 # ---------------------------------------------------------------------------------------------

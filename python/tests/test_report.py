@@ -657,14 +657,22 @@ def _missing(reason):
     pytest.skip(reason)
 
 
+def test_missing_browser_fails_under_ci(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set and chromium is missing"):
+        _missing("chromium is missing")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="chromium is missing"):
+        _missing("chromium is missing")
+
+
 @pytest.fixture
 def browser(tmp_path):
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         _missing(f"{CHROMIUM} not found: install the Debian package `chromium` "
                  "(scripts/install-deps does) to run the browser test")
-    try:
-        import websocket  # noqa: F401
-    except ImportError:
+    import importlib.util
+    if importlib.util.find_spec("websocket") is None:
         _missing("websocket-client not installed (pip install -e '.[test]')")
     profile = tmp_path / "chromium-profile"
     log = open(tmp_path / "chromium.log", "wb")
