@@ -362,5 +362,5 @@ def run(driver, out_dir=None, quick=False, progress=True, argv=None, note=print,
     tables.print_claims(doc, con)
     if doc["headline"].get("busy_note"):
         con.print()
-        con.print(doc["headline"]["busy_note"], soft_wrap=True, markup=False)
+        tables._say(con, doc["headline"]["busy_note"])
     return 0
