@@ -4,6 +4,8 @@
  *
  *   locklab-bench list [--json]          the algorithm registry, with availability
  *   locklab-bench describe               every workload and its parameters, as JSON (the CLI's source)
+ *   locklab-bench --version              version, git commit and build type (set by CMake at configure
+ *                                        time; "unknown" when built outside a git checkout)
  *   locklab-bench WORKLOAD [--param value | --param=value]...
  *                                        one run; prints one JSON object (schema locklab-run/1)
  *
@@ -19,6 +21,17 @@
 #include <string.h>
 
 #include "lab.h"
+
+/* CMakeLists.txt passes these to this file only, so a new commit rebuilds nothing else. */
+#ifndef LOCKLAB_VERSION
+#define LOCKLAB_VERSION "unknown"
+#endif
+#ifndef LOCKLAB_GIT_COMMIT
+#define LOCKLAB_GIT_COMMIT "unknown"
+#endif
+#ifndef LOCKLAB_BUILD_TYPE
+#define LOCKLAB_BUILD_TYPE "unknown"
+#endif
 
 #define LAB_WORKLOAD(sym) extern const struct lab_workload sym;
 #include "workloads.def"
@@ -46,6 +59,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: locklab-bench list [--json]\n"
 		   "       locklab-bench describe\n"
+		   "       locklab-bench --version\n"
 		   "       locklab-bench WORKLOAD [--param value]...   (locklab-bench WORKLOAD --help)\n"
 		   "workloads:");
 	for (int i = 0; workloads[i]; i++)
@@ -53,12 +67,32 @@ static void usage(FILE *f)
 	fputc('\n', f);
 }
 
+/*
+ * list, describe and --version take no argument but list's --json: one line naming the first
+ * argument that does not belong, exit 2 (never silently ignored).
+ */
+static int extra_arg(const char *cmd, const char *arg, const char *known)
+{
+	if (arg[0] == '-' && known)
+		fprintf(stderr, "locklab-bench: %s: unknown option for %s (known: %s)\n", arg, cmd, known);
+	else if (arg[0] == '-')
+		fprintf(stderr, "locklab-bench: %s: unknown option (%s takes none)\n", arg, cmd);
+	else
+		fprintf(stderr, "locklab-bench: %s: expected no arguments%s%s%s, got '%s'\n", cmd,
+			known ? " (only " : "", known ? known : "", known ? ")" : "", arg);
+	return 2;
+}
+
 static int cmd_list(int argc, char **argv)
 {
-	bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
+	bool json = false;
 
-	if (argc > 2 && !json)
-		return lab_bad_arg("json", "no other option than --json for list", argv[2]);
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0 && !json)
+			json = true;
+		else
+			return extra_arg("list", argv[i], "--json");
+	}
 	if (json) {
 		struct lab_json j;
 		lj_init(&j, stdout);
@@ -90,9 +124,12 @@ static int cmd_list(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_describe(void)
+static int cmd_describe(int argc, char **argv)
 {
 	struct lab_json j;
+
+	if (argc > 2)
+		return extra_arg("describe", argv[2], NULL);
 
 	lj_init(&j, stdout);
 	lj_obj_begin(&j, NULL);
@@ -333,6 +370,11 @@ static int cmd_run(const struct lab_workload *w, int argc, char **argv)
 	lj_str(&j, "lock", lock);
 	emit_params(&j, &r);
 	lab_emit_machine(&j);
+	lj_obj_begin(&j, "driver");
+	lj_str(&j, "version", LOCKLAB_VERSION);
+	lj_str(&j, "commit", LOCKLAB_GIT_COMMIT);
+	lj_str(&j, "build_type", LOCKLAB_BUILD_TYPE);
+	lj_obj_end(&j);
 	lj_obj_begin(&j, "result");
 	int rc = w->run(&r, &j);
 	lj_obj_end(&j);
@@ -358,10 +400,17 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		if (argc > 2)
+			return extra_arg("--version", argv[2], NULL);
+		printf("locklab-bench %s (git %s, %s)\n", LOCKLAB_VERSION, LOCKLAB_GIT_COMMIT,
+		       LOCKLAB_BUILD_TYPE);
+		return 0;
+	}
 	if (strcmp(argv[1], "list") == 0)
 		return cmd_list(argc, argv);
 	if (strcmp(argv[1], "describe") == 0)
-		return cmd_describe();
+		return cmd_describe(argc, argv);
 	for (int i = 0; workloads[i]; i++)
 		if (strcmp(workloads[i]->name, argv[1]) == 0)
 			return cmd_run(workloads[i], argc, argv);

@@ -1,16 +1,22 @@
 """The `locklab` command.
 
+    locklab --version                           version and git commit of locklab and its driver
     locklab list [--json]                       the driver's registry, with availability
     locklab describe                            the driver's workloads and their parameters
     locklab bench WORKLOAD [--lock a,b] [--<param> v1,v2] --repeat R --out F [--baseline NAME]
-                 [--shuffle/--no-shuffle] [--seed N]
-    locklab demo [--out DIR] [--quick]          the seed-004 threads x load matrix, summary and report
+                 [--shuffle/--no-shuffle] [--seed N] [--resume]
+    locklab demo [--out DIR] [--quick] [--resume]   three chosen mutex cells, a headline and a report
+    locklab show FILE... [--focus NAME]         the tables of saved results files
     locklab compare A.json B.json [--lock NAME] [--format changelog|markdown|csv|json]
-    locklab report FILES... -o DIR              (python/locklab/report.py, when installed)
+    locklab report FILES... -o DIR [--focus NAME]   static HTML report (python/locklab/report.py)
 
 The options of `bench WORKLOAD` are generated from `locklab-bench describe`: one per described parameter,
 validated against its type and range before anything runs.  Exit status: 0 ok, 1 the driver failed,
-2 bad input (one line: "locklab: --threads: expected an integer in [1, 4096], got '0'").
+2 bad input (one line: "locklab: --threads: expected an integer in [1, 4096], got '0'"), 130 Ctrl-C
+(what was measured is kept: see runner.measure).
+
+Every results file locklab reads (show, compare, report, bench --resume) is validated against the
+published JSON Schema (results.py); a bad one is refused with one line naming the field.
 """
 
 import argparse
@@ -24,7 +30,7 @@ from .errors import DriverError, LocklabError, UsageError
 
 # The CLI's own bench options; a workload parameter with one of these names is offered as --param-NAME.
 RESERVED = {"repeat", "out", "baseline", "shuffle", "no-shuffle", "seed", "locks", "help",
-            "no-progress"}
+            "no-progress", "resume"}
 DEFAULT_REPEAT = 5
 
 
@@ -37,9 +43,28 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class _Version(argparse.Action):
+    """--version: this package's version and commit, then the driver's (asked only when wanted)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, help="print the versions and git commits "
+                         "of locklab and of its driver, locklab-bench, and exit")
+
+    def __call__(self, parser, ns, values, option_string=None):
+        from .driver import find_driver
+        from .version import version_line
+        try:
+            path = find_driver()
+        except UsageError:
+            path = None
+        print(version_line(path))
+        parser.exit(0)
+
+
 def _top_parser():
     p = _Parser(prog="locklab", description="The locklab contention lab. The C driver "
                 "(locklab-bench) measures; this front end runs it, computes statistics and reports.")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     pl = sub.add_parser("list", help="the algorithm registry with availability")
@@ -49,9 +74,12 @@ def _top_parser():
                         help="run a workload over locks x params x repeats (see bench WORKLOAD --help)")
     pb.add_argument("workload", nargs="?")
     pb.add_argument("rest", nargs=argparse.REMAINDER)
-    pd = sub.add_parser("demo", help="the seed-004 mutex matrix (~3 minutes on 2 cores)")
+    pd = sub.add_parser("demo", help="lk_mutex against the locks that matter, in the cells where "
+                        "seed 004 says they differ: a headline with verdicts (~3 minutes on 2 cores)")
     pd.add_argument("--out", metavar="DIR", help="output directory (default results/demo-<time>)")
-    pd.add_argument("--quick", action="store_true", help="a tiny version that takes seconds")
+    pd.add_argument("--quick", action="store_true", help="a tiny version that takes seconds "
+                    "(for tests: too short for a verdict)")
+    pd.add_argument("--resume", action="store_true", help="continue an interrupted demo in --out DIR")
     pd.add_argument("--no-progress", action="store_true", help="no progress bar")
     ps = sub.add_parser("suite", help="every experiment of the source documents (seeds 004, 002, "
                         "000) with HTML report (~25 minutes on 2 cores)")
@@ -61,7 +89,13 @@ def _top_parser():
     ps.add_argument("--list", action="store_true", help="list the experiments and exit")
     ps.add_argument("--summarize", metavar="DIR",
                     help="rewrite DIR/summary.md and DIR/report from its results files; run nothing")
+    ps.add_argument("--resume", action="store_true", help="continue an interrupted suite in --out "
+                    "DIR: complete experiments are kept, the interrupted one resumed")
     ps.add_argument("--no-progress", action="store_true", help="no progress bar")
+    psh = sub.add_parser("show", help="print the tables of saved results files again")
+    psh.add_argument("files", nargs="+", metavar="FILE", help="results files (locklab-results/1)")
+    psh.add_argument("--focus", metavar="NAME", help="the lock the headline compares with every "
+                     "other lock (default lk_mutex)")
     pc = sub.add_parser("compare", help="baseline A.json vs candidate B.json, changelog style")
     pc.add_argument("a", metavar="A.json", help="baseline results file")
     pc.add_argument("b", metavar="B.json", help="candidate results file")
@@ -69,14 +103,9 @@ def _top_parser():
     pc.add_argument("--format", choices=["changelog", "markdown", "csv", "json"],
                     default="changelog")
     pr = sub.add_parser("report", help="HTML/plots report from results files")
-    try:
-        from . import report as _report
-        _report.add_arguments(pr)
-        pr.set_defaults(_report_run=_report.run)
-    except (ImportError, AttributeError) as e:
-        pr.add_argument("files", nargs="*")
-        pr.add_argument("-o", "--out", dest="out")
-        pr.set_defaults(_report_run=None, _report_err=str(e))
+    from . import report as _report
+    _report.add_arguments(pr)
+    pr.set_defaults(_report_run=_report.run)
     return p
 
 
@@ -126,6 +155,8 @@ def bench_parser(wl, algorithms):
     p.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True,
                    help="randomise the lock order within each cell and repeat (default on)")
     p.add_argument("--seed", default="0", help="seed of the lock-order shuffle (default 0)")
+    p.add_argument("--resume", action="store_true", help="continue the interrupted bench whose "
+                   "runs are in OUT.partial (same options; only the missing runs are measured)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -165,17 +196,14 @@ def build_plan(wl, algorithms, ns):
                        seed=seed)
 
 
-def run_plan(plan, driver, argv_for_command, out, progress=True):
-    """Execute a plan, print its tables, write the results file; returns the document."""
+def run_plan(plan, driver, argv_for_command, out, progress=True, resume=False, resume_command=None):
+    """Execute a plan into the results file `out` (runner.measure: checked before anything runs,
+    each run kept as it finishes, Ctrl-C keeps what was measured), print its tables; returns the
+    document."""
     from . import tables
-    from .results import dump
-    runs = runner.execute(plan, driver, progress=progress)
-    doc = runner.assemble(plan, runs, runner.command_line(argv_for_command))
-    if out:
-        d = os.path.dirname(out)
-        if d:
-            os.makedirs(d, exist_ok=True)
-        dump(doc, out)
+    progress = progress and sys.stderr.isatty()  # a progress bar in a pipe or a log is noise
+    doc = runner.measure(plan, driver, runner.command_line(argv_for_command), out,
+                         progress=progress, resume=resume, resume_command=resume_command)
     tables.print_cells(doc)
     return doc
 
@@ -185,23 +213,33 @@ def _default_out(name):
     return os.path.join("results", f"{name}-{ts}.json")
 
 
+def bench_usage(driver):
+    names = ", ".join(w.name for w in driver.workloads())
+    return ("usage: locklab bench WORKLOAD [--lock A,B] [--PARAM V1,V2 ...] --repeat R --out F\n"
+            f"workloads (from locklab-bench describe): {names}\n"
+            "options: locklab bench WORKLOAD --help")
+
+
 def cmd_bench(ns, argv):
     driver = Driver()
-    if ns.workload is None or ns.workload in ("-h", "--help"):
+    if ns.workload in ("-h", "--help"):
+        print(bench_usage(driver))
+        return 0
+    if ns.workload is None:
         names = ", ".join(w.name for w in driver.workloads())
-        print("usage: locklab bench WORKLOAD [--lock A,B] [--PARAM V1,V2 ...] --repeat R --out F\n"
-              f"workloads (from locklab-bench describe): {names}\n"
-              "options: locklab bench WORKLOAD --help")
-        return 0 if ns.workload else 2
+        raise UsageError(f"bench: expected a workload name ({names}); its options: "
+                         "locklab bench WORKLOAD --help")
     wl = driver.workload(ns.workload)
     algorithms = driver.algorithms()
     p = bench_parser(wl, algorithms)
     bns = p.parse_args(ns.rest)
     plan = build_plan(wl, algorithms, bns)
     out = bns.out or _default_out(wl.name)
-    if os.path.isdir(out):
-        raise UsageError(f"--out: expected a file name, got the directory '{out}'")
-    run_plan(plan, driver, argv, out, progress=not bns.no_progress)
+    # the command recorded in the file, and offered to --resume, is the one typed without --resume
+    rec_argv = [a for a in argv if a != "--resume"]
+    if bns.out is None:
+        rec_argv += ["--out", out]
+    run_plan(plan, driver, rec_argv, out, progress=not bns.no_progress, resume=bns.resume)
     print(f"wrote {out}")
     return 0
 
@@ -249,17 +287,26 @@ def cmd_compare(ns):
 
 
 def cmd_report(ns):
-    if ns._report_run is None:
-        raise UsageError("report support not installed (python/locklab/report.py could not be "
-                         f"loaded: {ns._report_err})")
     rc = ns._report_run(ns)
     return 0 if rc is None else int(rc)
+
+
+def cmd_show(ns):
+    from . import tables
+    from .results import load
+    docs = [(path, load(path)) for path in ns.files]  # every file checked before any is printed
+    con = tables.console()
+    for path, doc in docs:
+        if len(docs) > 1:
+            con.print(f"== {path}", soft_wrap=True, markup=False)
+        tables.print_cells(doc, con, focus=ns.focus)
+    return 0
 
 
 def cmd_demo(ns, argv):
     from . import demo
     return demo.run(Driver(), out_dir=ns.out, quick=ns.quick, progress=not ns.no_progress,
-                    argv=argv)
+                    argv=argv, resume=ns.resume)
 
 
 def cmd_suite(ns):
@@ -271,8 +318,10 @@ def cmd_suite(ns):
         return 0
     if ns.summarize:
         return suite.summarize(ns.summarize)
+    if ns.resume and not ns.out:
+        raise UsageError("--resume: needs --out DIR, the directory of the interrupted suite")
     return suite.run(Driver(), out_dir=ns.out, quick=ns.quick, only=ns.only,
-                     progress=not ns.no_progress)
+                     progress=not ns.no_progress, resume=ns.resume)
 
 
 def _main(argv):
@@ -292,6 +341,8 @@ def _main(argv):
         return cmd_list(ns)
     if ns.cmd == "describe":
         return cmd_describe(ns)
+    if ns.cmd == "show":
+        return cmd_show(ns)
     if ns.cmd == "compare":
         return cmd_compare(ns)
     if ns.cmd == "report":
@@ -303,16 +354,31 @@ def _main(argv):
     raise UsageError(f"unknown command '{ns.cmd}'")
 
 
+def _driver_error(e):
+    """A failed driver run.  Bad input the driver caught (exit 2, one line of its own) reads like
+    any other bad input: "locklab: --buckets: expected ..., got '3'"; anything else shows the
+    driver's stderr, then what failed."""
+    err = (e.stderr or "").strip("\n")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    kept = getattr(e, "kept", None)
+    if e.driver_status == 2 and len(lines) == 1 and lines[0].startswith("locklab-bench: "):
+        print(f"locklab: {lines[0][len('locklab-bench: '):]}", file=sys.stderr)
+    else:
+        if lines:
+            sys.stderr.write("\n".join(ln.rstrip() for ln in err.splitlines()).strip("\n") + "\n")
+        print(f"locklab: {e.message}", file=sys.stderr)
+    if kept:
+        print(f"locklab: {kept}", file=sys.stderr)
+    return e.status
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
     except DriverError as e:
         sys.stdout.flush()
-        if e.stderr:
-            sys.stderr.write(e.stderr if e.stderr.endswith("\n") else e.stderr + "\n")
-        print(f"locklab: {e.message}", file=sys.stderr)
-        return e.status
+        return _driver_error(e)
     except LocklabError as e:
         sys.stdout.flush()
         print(f"locklab: {e.message}", file=sys.stderr)

@@ -7,7 +7,8 @@ because a delta between different experiments is not a delta.
 
 For each (cell, lock) the output is the seed-001 changelog table (baseline / candidate / delta % for
 average, median, min, max), the median ratio with its bootstrap CI, the Mann-Whitney p, the verdict, and
-the overlap sentence.  Formats: changelog (plain text), markdown, csv, json.
+the overlap sentence.  Cells and locks that only one file has are listed at the end ("only in A: ..."),
+never dropped silently.  Formats: changelog (plain text), markdown, csv (comparisons only), json.
 """
 
 import csv
@@ -59,14 +60,29 @@ def check_comparable(a, b, pa="A", pb="B"):
 
 def compare_docs(a, b, lock=None, pa="A", pb="B"):
     """[{params, lock, baseline stats, candidate stats, comparison, changelog rows}] for A vs B."""
+    return compare_all(a, b, lock, pa, pb)[0]
+
+
+def compare_all(a, b, lock=None, pa="A", pb="B"):
+    """(rows as compare_docs, what is in one file only: {"A": {...}, "B": {...}}) where each side is
+    {"cells": [params of cells the other file lacks], "locks": {lock: [labels of shared cells where
+    only this file has it]}}."""
     check_comparable(a, b, pa, pb)
     hib = bool(b.get("higher_is_better", True))
     bcells = {_key(_full_params(b, c)): c for c in b["cells"]}
+    acells = {_key(_full_params(a, c)): c for c in a["cells"]}
+    only = {"A": {"cells": [], "locks": {}}, "B": {"cells": [], "locks": {}}}
     out = []
     for ca in a["cells"]:
         cb = bcells.get(_key(_full_params(a, ca)))
         if cb is None:
+            only["A"]["cells"].append(ca["params"])
             continue
+        label = tables.fmt_params(ca["params"])
+        for side, mine, theirs in (("A", ca, cb), ("B", cb, ca)):
+            for name in mine["stats"]:
+                if name not in theirs["stats"] and (lock is None or name == lock):
+                    only[side]["locks"].setdefault(name, []).append(label)
         for name in ca["stats"]:
             if lock is not None and name != lock:
                 continue
@@ -79,24 +95,47 @@ def compare_docs(a, b, lock=None, pa="A", pb="B"):
                         "comparison": comp,
                         "delta_pct": {lab: d for lab, _, _, d in tables.changelog_rows(cand, base)},
                         "overlap_sentence": tables.overlap_sentence(cand, base, hib)})
+    for cb in b["cells"]:
+        if _key(_full_params(b, cb)) not in acells:
+            only["B"]["cells"].append(cb["params"])
     if not out:
         what = f"lock '{lock}'" if lock else "any lock"
         raise UsageError(f"{pa} and {pb} share no cell with {what} (A cells: "
                          f"{'; '.join(tables.fmt_params(c['params']) for c in a['cells'][:5])}; "
                          f"B cells: {'; '.join(tables.fmt_params(c['params']) for c in b['cells'][:5])})")
-    return out
+    return out, only
+
+
+def only_lines(only, pa="A", pb="B"):
+    """The cells and locks that one file has and the other lacks, in words (empty when none)."""
+    lines = []
+    for side, path in (("A", pa), ("B", pb)):
+        o = only[side]
+        bits = []
+        if o["cells"]:
+            bits.append(f"{len(o['cells'])} cell{'s' if len(o['cells']) != 1 else ''} ("
+                        + "; ".join(tables.fmt_params(p) for p in o["cells"]) + ")")
+        for name, cells in o["locks"].items():
+            bits.append(f"lock {name} in {len(cells)} shared cell{'s' if len(cells) != 1 else ''} "
+                        f"({'; '.join(cells)})")
+        if bits:
+            lines.append(f"only in {path} (not compared): " + "; ".join(bits))
+    return lines
 
 
 def _title(a, row):
     return f"{a['workload']} {tables.fmt_params(row['params'])} lock={row['lock']}: {a['metric']}"
 
 
-def render(a, b, rows, fmt="changelog"):
+def render(a, b, rows, fmt="changelog", only=None, pa="A", pb="B"):
     hib = bool(b.get("higher_is_better", True))
+    only = only or {"A": {"cells": [], "locks": {}}, "B": {"cells": [], "locks": {}}}
     if fmt == "json":
         return json.dumps({"baseline_command": a.get("command"), "candidate_command": b.get("command"),
                            "workload": a["workload"], "metric": a["metric"],
-                           "higher_is_better": hib, "comparisons": rows}, indent=1)
+                           "higher_is_better": hib, "comparisons": rows,
+                           "only_in_baseline": only["A"], "only_in_candidate": only["B"]},
+                          indent=1)
     if fmt == "csv":
         buf = io.StringIO()
         axes = sorted({k for r in rows for k in r["params"]})
@@ -135,11 +174,19 @@ def render(a, b, rows, fmt="changelog"):
     head = ""
     if fmt != "markdown":
         head = f"baseline:  {a.get('command', '?')}\ncandidate: {b.get('command', '?')}\n\n"
-    return head + "\n".join(parts)
+    tail = only_lines(only, pa, pb) if fmt in ("changelog", "markdown") else []
+    if tail:
+        tail = "\n" + "\n".join(f"- {t}" if fmt == "markdown" else t for t in tail) + "\n"
+    return head + "\n".join(parts) + (tail or "")
 
 
 def run(path_a, path_b, lock=None, fmt="changelog"):
-    """Load, refuse or compare, and return the rendered text."""
+    """Load, refuse or compare, and return the rendered text (csv: to stdout; the cells and locks
+    in one file only then go to stderr, so the csv stays a table)."""
     a, b = load(path_a), load(path_b)
-    rows = compare_docs(a, b, lock, path_a, path_b)
-    return render(a, b, rows, fmt)
+    rows, only = compare_all(a, b, lock, path_a, path_b)
+    if fmt == "csv":
+        import sys
+        for line in only_lines(only, path_a, path_b):
+            print(f"locklab: {line}", file=sys.stderr)
+    return render(a, b, rows, fmt, only, path_a, path_b)

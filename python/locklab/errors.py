@@ -1,7 +1,9 @@
 """Exceptions that the CLI turns into one-line messages and exit statuses.
 
 UsageError   bad input on the command line or in a file: "locklab: <what>: <problem>", exit 2.
+FileError    a UsageError about one file: message "FILE: problem", with .path and .problem.
 DriverError  locklab-bench failed: its stderr is shown; exit 1, or 2 when the driver itself said 2.
+Interrupted  Ctrl-C during a bench: what was measured is kept; exit 130.
 """
 
 
@@ -23,6 +25,15 @@ class UsageError(LocklabError):
     status = 2
 
 
+class FileError(UsageError):
+    """A file that cannot be read, is not what it should be, or cannot be written (exit 2)."""
+
+    def __init__(self, path, problem, status=2):
+        super().__init__(f"{path}: {problem}", status)
+        self.path = str(path)
+        self.problem = problem
+
+
 class DriverError(LocklabError):
     """The driver exited nonzero or printed something that is not a run record."""
 
@@ -30,3 +41,9 @@ class DriverError(LocklabError):
         super().__init__(message, 2 if status == 2 else 1)
         self.driver_status = status
         self.stderr = stderr
+
+
+class Interrupted(LocklabError):
+    """Ctrl-C stopped a measurement; the message says where what was measured went (exit 130)."""
+
+    status = 130

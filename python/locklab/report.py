@@ -1,25 +1,37 @@
 """``locklab report``: a static HTML report, with matplotlib plots, from one or more results files.
 
-Input: results files written by ``locklab bench ... --out F`` (schema ``locklab-results/1``; see
-``results.py`` and the lead's format notes).  Output: a directory holding ``index.html`` and one PNG per
-figure next to it.  The page needs no network: CSS is inline, images are relative files.
+Input: results files written by ``locklab bench ... --out F`` (schema ``locklab-results/1``, validated
+against schema/results.schema.json on read; see ``results.py``).  Output: a directory holding
+``index.html`` and one PNG per figure next to it.  The page needs no network: CSS is inline, images
+are relative files.
 
-Per results file (one section each) the page shows, when the data is there:
+The page opens with the HEADLINE: per results file, the claims it carries (``locklab demo``), then
+the focus lock (lk_mutex, or ``--focus NAME``) against every other lock: in how many cells it is
+faster, tied and slower, and the cells it loses with their ratios (headline.py).  Then per results
+file (one section each), when the data is there:
 
+    heatmap              cells x locks, colour = median / the cell's best median, each square marked
+                         with its verdict against the cell's winner (the first figure)
     throughput vs axis   x = threads (or the first swept axis; the retry limit for lockref), one panel
-                         per value of the other axes, one line per lock, point = median, bar = min..max
+                         per value of the other axes, one line per lock, the focus lock bold and the
+                         others muted, point = median, bar = min..max
     per-cell bars        one small panel per cell, one bar per lock, bar = median, whisker = ci95
     latency CDF          the representative cell (most threads, then the largest other axis values):
                          one curve per lock from its median-p99 repeat; CDF and tail (1-F), log x
-    fairness, CPU/op     fairness_jain and cpu_ns_per_op (cell secondary medians) vs the x axis
-    comparison table     ratio vs baseline with its CI, Mann-Whitney p, overlap, verdict, winner
+    fairness, CPU/op     fairness_jain, and cpu_ns_per_op on a log scale, vs the x axis
+    comparison table     grouped by cell (winner once per cell): ratio vs baseline with its CI,
+                         Mann-Whitney p, whether the min..max ranges overlap, verdict, flags
     lockref sweep        x = retry limit: ops/s median and mean CAS failures per success
     futex-hash layouts   per layout and lock throughput, plus bytes per bucket when reported
     machine, command     the machine description and, under every figure, the command that made it
 
-Robustness: a workload this module does not know gets the generic figures; a missing or ill-typed
-field skips the figure or the table cell that needs it, never the page.  Input that is not a results
-file (not JSON, truncated, another schema) raises ReportError, which the CLI prints as
+Runs that did zero operations or measured a window shorter than planned are flagged (heatmap "!",
+table "flags") and a zero median is not drawn as 0.  Cells measured on a busy machine are marked.
+The page ends with summary.md, when one lies next to the results files (suite, demo).
+
+Robustness: a workload this module does not know gets the generic figures; an optional field that
+is missing skips the figure or the table cell that needs it, never the page.  Input that is not a
+valid results file raises ReportError (a FileError), which the CLI prints as
 "locklab: FILE: <problem>" with exit status 2; run() does the same by itself.
 
 The module never times anything and knows no list of algorithms: lock names, axes and metrics all
@@ -35,10 +47,12 @@ import re
 import sys
 from pathlib import Path
 
-from .errors import UsageError
+from . import headline
+from . import results as results_mod
+from .errors import FileError, UsageError
+from .runner import run_flags
 
-SCHEMA_RESULTS = "locklab-results/1"
-SCHEMA_RUN = "locklab-run/1"
+SCHEMA_RESULTS = results_mod.SCHEMA
 
 # A page with hundreds of panels is unreadable and slow to draw: larger sweeps are cut and the cut
 # is said on the page.
@@ -51,13 +65,9 @@ _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 
 
-class ReportError(UsageError):
-    """A results file cannot be read: message is "FILE: problem"; exit status 2."""
-
-    def __init__(self, path, problem):
-        super().__init__(f"{path}: {problem}", 2)
-        self.path = str(path)
-        self.problem = problem
+# A results file that cannot be read, or an output directory that cannot be written: "FILE: problem",
+# exit status 2 (the same exception the rest of locklab raises for files).
+ReportError = FileError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,69 +75,9 @@ class ReportError(UsageError):
 # ---------------------------------------------------------------------------------------------
 
 def load_results(path):
-    """Read and check one results file; returns the dict or raises ReportError."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ReportError(path, "no such file") from None
-    except IsADirectoryError:
-        raise ReportError(path, "is a directory, not a results file") from None
-    except OSError as e:
-        raise ReportError(path, f"cannot read: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ReportError(path, f"not JSON: not UTF-8 text (byte {e.start})") from None
-    if not text.strip():
-        raise ReportError(path, "empty file, not a results file")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        # The input ended inside the document: at its end, or inside a string (json reports an
-        # unterminated string at its opening quote).
-        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
-            raise ReportError(path, f"truncated JSON (input ends at line {e.lineno} "
-                                    f"column {e.colno}: {e.msg})") from None
-        raise ReportError(path, f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except RecursionError:
-        raise ReportError(path, "not a results file: JSON nested too deeply") from None
-    if not isinstance(doc, dict):
-        raise ReportError(path, f"not a results file: top level is a JSON {_json_kind(doc)}, "
-                                "expected an object")
-    schema = doc.get("schema")
-    if schema != SCHEMA_RESULTS:
-        if schema is None:
-            raise ReportError(path, f"not a results file: no \"schema\" field "
-                                    f"(expected \"{SCHEMA_RESULTS}\")")
-        if schema == SCHEMA_RUN:
-            raise ReportError(path, f"schema \"{SCHEMA_RUN}\" is a single run record, not a "
-                                    "results file; make one with `locklab bench ... --out FILE`")
-        raise ReportError(path, f"unsupported schema {json.dumps(schema)[:80]} "
-                                f"(this locklab reads \"{SCHEMA_RESULTS}\")")
-    if not isinstance(doc.get("workload"), str) or not doc["workload"]:
-        raise ReportError(path, "malformed results file: \"workload\" is missing or not a string")
-    for key, kind in (("cells", list), ("runs", list), ("locks", list), ("axes", dict),
-                      ("fixed", dict), ("machine", dict)):
-        if key in doc and doc[key] is not None and not isinstance(doc[key], kind):
-            raise ReportError(path, f"malformed results file: \"{key}\" is a JSON "
-                                    f"{_json_kind(doc[key])}, expected "
-                                    f"{'an array' if kind is list else 'an object'}")
-    return doc
-
-
-def _json_kind(v):
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bool):
-        return "boolean"
-    if v is None:
-        return "null"
-    return "number"
+    """Read one results file and validate it against the published schema (results.py); returns
+    the dict or raises ReportError naming the file and the field."""
+    return results_mod.load(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,6 +171,8 @@ class Results:
         self.machine = _dict(doc.get("machine"))
         self.cells = [c for c in _list(doc.get("cells"))
                       if isinstance(c, dict) and isinstance(c.get("params", {}), dict)]
+        self.focus = None  # set by write_report: the lock the headline and the plots single out
+        self.focus_wanted = None  # --focus as given
         self.runs = [r for r in _list(doc.get("runs")) if isinstance(r, dict)]
 
         # Locks: the declared order first, then any that only appear in cells or runs.
@@ -347,6 +299,34 @@ class Results:
         return dict(color=_PALETTE[i % len(_PALETTE)], marker=_MARKERS[i % len(_MARKERS)],
                     linestyle="--" if lock == self.baseline else "-")
 
+    def line_style(self, lock):
+        """lock_style for line plots: the focus lock drawn bold and on top, the others muted."""
+        st = self.lock_style(lock)
+        if self.focus is None or lock == self.focus:
+            st.update(linewidth=3.0 if lock == self.focus else 1.6, alpha=1.0, zorder=5,
+                      markersize=6)
+        else:
+            st.update(linewidth=1.1, alpha=0.45, zorder=2, markersize=4)
+        return st
+
+    # -- what cannot be plotted as it is -------------------------------------------------------
+
+    def flags(self, cell, lock):
+        """The stat's flags (zero operations, short windows); computed from the runs for files
+        written before locklab recorded them."""
+        f = self.stat(cell, lock).get("flags")
+        if isinstance(f, list):
+            return [x for x in f if isinstance(x, str)]
+        runs = [r for r in self.runs_for(cell, lock) if isinstance(r.get("result"), dict)]
+        return run_flags(runs) if runs else []
+
+    def zero_ops(self, cell, lock):
+        return any("zero operations" in f for f in self.flags(cell, lock))
+
+    def busy(self, cell):
+        b = cell.get("busy_runs")
+        return b if isinstance(b, int) and not isinstance(b, bool) else 0
+
 
 # ---------------------------------------------------------------------------------------------
 # figures
@@ -403,7 +383,7 @@ def _log_ns_axis(ax, axis="x"):
     a = ax.xaxis if axis == "x" else ax.yaxis
     lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
     a.set_major_formatter(EngFormatter(sep=""))
-    narrow = lo > 0 and hi / lo < 30
+    narrow = axis == "x" and lo > 0 and hi / lo < 30  # a y axis has no room for minor labels
     a.set_minor_formatter(EngFormatter(sep="") if narrow else NullFormatter())
 
 
@@ -439,13 +419,16 @@ def _metric_label(res):
 
 
 def fig_metric_vs_axis(res, figs, x_axis, ylabel=None, title=None, slug="throughput"):
-    """One panel per combination of the other axes; one line per lock; median with min..max."""
+    """One panel per combination of the other axes; one line per lock (the focus lock bold, the
+    others muted); median with min..max.  A median of runs that did zero operations is not drawn
+    as 0: the point is left out and said under the figure."""
     xs = res.sorted_values(x_axis)
     combos, total = res.panels(x_axis)
     ncols, nrows = _grid(len(combos))
     fig, axs = figs.new(ncols, nrows)
     flat = _hide_unused(axs, len(combos))
     drawn = False
+    left_out = []
     for ax, combo in zip(flat, combos):
         for lock in res.locks:
             px, py, lo, hi = [], [], [], []
@@ -457,14 +440,17 @@ def fig_metric_vs_axis(res, figs, x_axis, ylabel=None, title=None, slug="through
                 med = _num(st.get("median"))
                 if med is None:
                     continue
+                if res.zero_ops(cell, lock) and med == 0:
+                    left_out.append(f"{lock} at {res.cell_label(cell)}")
+                    continue
                 mn, mx = _num(st.get("min")), _num(st.get("max"))
                 px.append(i)
                 py.append(med)
                 lo.append(med - mn if mn is not None and mn <= med else 0.0)
                 hi.append(mx - med if mx is not None and mx >= med else 0.0)
             if px:
-                ax.errorbar(px, py, yerr=[lo, hi], label=lock, capsize=3, linewidth=1.6,
-                            markersize=5, **res.lock_style(lock))
+                ax.errorbar(px, py, yerr=[lo, hi], label=lock, capsize=3,
+                            **res.line_style(lock))
                 drawn = True
         _categorical_x(ax, xs, x_axis)
         ax.set_ylabel(ylabel or res.metric)
@@ -475,11 +461,103 @@ def fig_metric_vs_axis(res, figs, x_axis, ylabel=None, title=None, slug="through
                      fontsize=10)
     if not drawn:
         return None, "no cell has a median for any lock"
+    focus = f"; bold = {res.focus}" if res.focus else ""
     _suptitle(fig, title or f"{res.workload}: {_metric_label(res)} vs {x_axis} "
-                 "(median, bars = min..max)")
+                 f"(median, bars = min..max{focus})")
     _legend(fig, flat)
-    note = f"showing {len(combos)} of {total} panels" if total > len(combos) else None
-    return figs.save(fig, f"{res.workload}-{slug}-vs-{x_axis}"), note
+    notes = []
+    if total > len(combos):
+        notes.append(f"showing {len(combos)} of {total} panels")
+    if left_out:
+        notes.append("not drawn, their runs did zero operations: " + "; ".join(left_out))
+    return figs.save(fig, f"{res.workload}-{slug}-vs-{x_axis}"), "; ".join(notes) or None
+
+
+def _ratio_to_best(res, cell):
+    """{lock: median / best median} (best / median for lower-is-better): 1 = the cell's best."""
+    meds = {lk: _num(res.stat(cell, lk).get("median")) for lk in res.locks}
+    meds = {lk: m for lk, m in meds.items() if m is not None}
+    if not meds:
+        return {}
+    if res.higher_is_better:
+        best = max(meds.values())
+        return {lk: (m / best if best > 0 else None) for lk, m in meds.items()}
+    best = min(meds.values())
+    return {lk: (best / m if m > 0 else None) for lk, m in meds.items()}
+
+
+def fig_heatmap(res, figs):
+    """Cells x locks; colour = median / the cell's best median; each square marked with its
+    verdict against the cell's winner: * best, = tied with the best, nothing = behind it (ranges
+    apart and p < 0.05); flagged squares (zero operations, short windows) are hatched."""
+    import numpy as np
+    from matplotlib.colors import Normalize
+
+    if len(res.locks) < 2:
+        return None, "one lock only: nothing to compare"
+    cells = [c for c in res.cells if _ratio_to_best(res, c)][:MAX_CELL_PANELS]
+    if not cells:
+        return None, "no cell has a median"
+    nrow, ncol = len(cells), len(res.locks)
+    grid = np.full((nrow, ncol), np.nan)
+    fig, axs = figs.new(1, 1, w=max(6.0, 1.05 * ncol + 3.2), h=max(2.2, 0.42 * nrow + 1.9))
+    ax = axs[0][0]
+    for i, cell in enumerate(cells):
+        for j, lock in enumerate(res.locks):
+            r = _ratio_to_best(res, cell).get(lock)
+            if r is not None:
+                grid[i, j] = r
+    cmap = _cmap("RdYlGn").with_extremes(bad="#d9d9d9")
+    im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=Normalize(0.0, 1.0),
+                   aspect="auto")
+    for i, cell in enumerate(cells):
+        win = cell.get("winner")
+        tied = [t for t in _list(cell.get("winner_tied_with")) if isinstance(t, str)]
+        for j, lock in enumerate(res.locks):
+            v = grid[i, j]
+            if not np.isfinite(v):
+                ax.text(j, i, "-", ha="center", va="center", fontsize=8, color="#555555")
+                continue
+            mark = "*" if lock == win else "=" if lock in tied else ""
+            txt = (f"{v:.2f}" if v >= 0.005 else "0" if v == 0 else "<.01") + mark
+            if res.flags(cell, lock):
+                txt += "!"
+                ax.add_patch(_rect(j, i))
+            ax.text(j, i, txt, ha="center", va="center", fontsize=8,
+                    fontweight="bold" if lock == res.focus else "normal",
+                    color="white" if v < 0.18 or v > 0.9 else "black")
+    ax.set_xticks(range(ncol))
+    ax.set_xticklabels(res.locks, rotation=30, ha="right", fontsize=8)
+    for lab in ax.get_xticklabels():
+        if lab.get_text() == res.focus:
+            lab.set_fontweight("bold")
+    ax.set_yticks(range(nrow))
+    ax.set_yticklabels([res.cell_label(c) + (f"  (busy: {res.busy(c)} runs)" if res.busy(c)
+                                             else "") for c in cells], fontsize=8)
+    if res.focus in res.locks:
+        j = res.locks.index(res.focus)
+        ax.axvline(j - 0.5, color="black", linewidth=1.5)
+        ax.axvline(j + 0.5, color="black", linewidth=1.5)
+    cb = fig.colorbar(im, ax=ax, shrink=0.8)
+    cb.set_label("median / best median of the cell" if res.higher_is_better
+                 else "best median / median of the cell", fontsize=8)
+    _suptitle(fig, f"{res.workload}: each lock against the best of its cell ({_metric_label(res)}); "
+                   "* = best, = = tied with the best, no mark = behind it, ! = flagged runs")
+    note = None
+    if len(res.cells) > len(cells):
+        note = f"showing {len(cells)} of {len(res.cells)} cells"
+    return figs.save(fig, f"{res.workload}-heatmap"), note
+
+
+def _cmap(name):
+    import matplotlib
+    return matplotlib.colormaps[name]
+
+
+def _rect(j, i):
+    from matplotlib.patches import Rectangle
+    return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#444444",
+                     linewidth=0)
 
 
 def fig_cell_bars(res, figs):
@@ -603,7 +681,7 @@ def fig_latency_cdf(res, figs):
 
 
 def fig_fairness_cpu(res, figs, x_axis):
-    keys = [("fairness_jain", "Jain fairness (1 = fair)"), ("cpu_ns_per_op", "CPU ns per op")]
+    keys = [("fairness_jain", "Jain fairness (1 = fair)"), ("cpu_ns_per_op", "CPU ns per op (log)")]
     present = [(k, lab) for k, lab in keys
                if any(res.secondary(c, lk, k) is not None for c in res.cells for lk in res.locks)]
     if not present:
@@ -625,8 +703,10 @@ def fig_fairness_cpu(res, figs, x_axis):
                     if v is not None:
                         px.append(i)
                         py.append(v)
+                if key == "cpu_ns_per_op":  # log scale: a collapsed lock must not flatten the rest
+                    px, py = [x for x, y in zip(px, py) if y > 0], [y for y in py if y > 0]
                 if px and x_axis:
-                    ax.plot(px, py, label=lock, linewidth=1.5, markersize=4, **res.lock_style(lock))
+                    ax.plot(px, py, label=lock, **res.line_style(lock))
                 elif px:  # nothing swept: one bar per lock
                     ax.bar(li, py[0], label=lock, color=res.lock_style(lock)["color"], alpha=0.85,
                            hatch="//" if lock == res.baseline else None)
@@ -638,9 +718,9 @@ def fig_fairness_cpu(res, figs, x_axis):
                 ax.set_xlim(-0.6, max(len(res.locks), 3) - 0.4)
             if key == "fairness_jain":
                 ax.set_ylim(0, 1.05)
-            else:
-                _eng_axis(ax)
-                ax.set_ylim(bottom=0)
+            elif ax.has_data():
+                ax.set_yscale("log")
+                _log_ns_axis(ax, "y")
             if col == 0:
                 ax.set_ylabel(ylabel, fontsize=9)
             ax.grid(True, alpha=0.3)
@@ -809,6 +889,16 @@ tr.faster td.verdict{color:#1a7f1a;font-weight:600}
 tr.slower td.verdict{color:#b32020;font-weight:600}
 tr.tied td.verdict{color:#666}
 .note{color:#8a5a00;font-size:.85em}
+.busy{color:#a33;font-weight:600}
+tr.cellhead th{background:#e4ebf5;text-align:left;font-weight:normal}
+td.flag{color:#a33;font-size:.9em}
+td.faster{color:#1a7f1a;font-weight:600}
+td.slower{color:#b32020;font-weight:600}
+ul.claims{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.85em;
+  background:#fff;border:1px solid #e2e2e2;border-radius:4px;padding:.6em 1em .6em 2em}
+li.claim.faster{color:#1a7f1a} li.claim.slower{color:#b32020} li.claim.busy{color:#a33}
+table.headline td:first-child{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
+.summary table{font-size:.8em}
 .meta{color:#555;font-size:.9em}
 nav ul{margin:.3em 0;padding-left:1.4em}
 .scroll{overflow-x:auto}
@@ -845,47 +935,65 @@ def _figure_html(name, alt, caption, command):
 
 
 def _comparison_table(res):
-    head = ("<tr><th>cell</th><th>lock</th><th>baseline</th><th>n</th><th>median</th>"
-            "<th>baseline median</th><th>ratio</th><th>ratio 95% CI</th><th>Mann-Whitney p</th>"
-            "<th>CIs overlap</th><th>verdict</th><th>winner</th></tr>")
-    rows = []
+    """Per cell (one header row: the cell, its winner and the locks tied with it, busy runs), one
+    row per lock: n, median, ratio to the baseline with its CI, Mann-Whitney p, whether the min-max
+    ranges overlap, the verdict, and the runs flagged as unusable."""
+    head = ("<tr><th>lock</th><th>n</th><th>median</th><th>ratio to baseline<br>(median / "
+            "median)</th><th>ratio 95% CI<br>(bootstrap)</th><th>Mann-Whitney p</th>"
+            "<th>ranges overlap<br>(min..max)</th><th>verdict vs baseline</th><th>flags</th></tr>")
+    rows, nrows = [], 0
     for cell in res.cells:
-        comps = [c for c in _list(cell.get("comparisons")) if isinstance(c, dict)]
-        winner = cell.get("winner") if isinstance(cell.get("winner"), str) else "-"
+        comps = {c.get("lock"): c for c in _list(cell.get("comparisons")) if isinstance(c, dict)}
+        winner = cell.get("winner") if isinstance(cell.get("winner"), str) else None
         tied = [t for t in _list(cell.get("winner_tied_with")) if isinstance(t, str)]
-        wtxt = winner + (f" (tied with {', '.join(tied)})" if tied else "")
-        if not comps:
-            # Nothing to compare (one lock, or no baseline): one row per lock with its median.
-            comps = [{"lock": lk} for lk in res.locks if res.stat(cell, lk)] or [{}]
-        for comp in comps:
-            lock = comp.get("lock") if isinstance(comp.get("lock"), str) else "-"
-            base = comp.get("baseline") if isinstance(comp.get("baseline"), str) else \
-                (res.baseline if res.baseline and res.baseline != lock else "-")
-            st, bst = res.stat(cell, lock), res.stat(cell, base)
+        locks = [lk for lk in res.locks if res.stat(cell, lk)]
+        if not locks:
+            continue
+        wtxt = (f"winner <b>{_e(winner)}</b>" + (f", tied with {_e(', '.join(tied))}" if tied
+                                                 else "")) if winner else "no winner"
+        busy = res.busy(cell)
+        btxt = (f" <span class=busy>busy machine: {busy} of {cell.get('judged_runs')} runs</span>"
+                if busy else "")
+        rows.append(f"<tr class=cellhead><th colspan=9>{_e(res.cell_label(cell))} &mdash; "
+                    f"{wtxt}{btxt}</th></tr>")
+        for lock in locks:
+            st = res.stat(cell, lock)
+            comp = comps.get(lock, {})
+            base = comp.get("baseline") if isinstance(comp.get("baseline"), str) else res.baseline
             ratio = _num(comp.get("ratio"))
             ci = _pair(comp.get("ratio_ci95"))
             p = _num(comp.get("mannwhitney_p"))
             ov = comp.get("overlap")
-            verdict = comp.get("verdict") if isinstance(comp.get("verdict"), str) else "-"
+            verdict = comp.get("verdict") if isinstance(comp.get("verdict"), str) else \
+                ("baseline" if lock == base else "-")
             cls = verdict if verdict in ("faster", "slower", "tied") else ""
             n = st.get("n") if isinstance(st.get("n"), int) else "-"
+            mark = " *" if lock == winner else " =" if lock in tied else ""
+            flags = "; ".join(res.flags(cell, lock))
+            name = f"<b>{_e(lock)}</b>" if lock == res.focus else _e(lock)
             rows.append(
-                f"<tr class=\"{_e(cls)}\"><td>{_e(res.cell_label(cell))}</td><td>{_e(lock)}</td>"
-                f"<td>{_e(base)}</td><td class=num>{_e(n)}</td>"
+                f"<tr class=\"{_e(cls)}\"><td>{name}{_e(mark)}</td><td class=num>{_e(n)}</td>"
                 f"<td class=num>{_e(_fmt_si(st.get('median')))}</td>"
-                f"<td class=num>{_e(_fmt_si(bst.get('median')))}</td>"
                 f"<td class=num>{'-' if ratio is None else f'{ratio:.3f}'}</td>"
                 f"<td class=num>{'-' if ci is None else f'{ci[0]:.3f} .. {ci[1]:.3f}'}</td>"
                 f"<td class=num>{'-' if p is None else f'{p:.3g}'}</td>"
                 f"<td>{'yes' if ov is True else 'no' if ov is False else '-'}</td>"
-                f"<td class=verdict>{_e(verdict)}</td><td>{_e(wtxt)}</td></tr>")
+                f"<td class=verdict>{_e(verdict)}</td><td class=flag>{_e(flags)}</td></tr>")
+            nrows += 1
+        if nrows >= MAX_TABLE_ROWS:
+            break
     if not rows:
         return "<p class=note>No cells in this file.</p>"
     note = ""
-    if len(rows) > MAX_TABLE_ROWS:
-        note = f"<p class=note>showing the first {MAX_TABLE_ROWS} of {len(rows)} rows</p>"
-        rows = rows[:MAX_TABLE_ROWS]
-    return f"<div class=scroll><table class=comparisons>{head}{''.join(rows)}</table></div>{note}"
+    total = sum(1 for c in res.cells for lk in res.locks if res.stat(c, lk))
+    if total > nrows:
+        note = f"<p class=note>showing {nrows} of {total} rows</p>"
+    legend = ("<p class=meta>Baseline: <code>" + _e(res.baseline or "-") + "</code>. * = the "
+              "cell's winner (best median), = = tied with it. A verdict is faster or slower only "
+              "when the [min, max] ranges of the two locks' runs do not overlap and Mann-Whitney "
+              "p &lt; 0.05; otherwise tied.</p>")
+    return (f"{legend}<div class=scroll><table class=comparisons>{head}{''.join(rows)}</table>"
+            f"</div>{note}")
 
 
 def _bytes_table(res):
@@ -938,6 +1046,18 @@ def _section(res, idx, figs, strict, show_machine=True):
                (f"<br>fixed: {fixed_txt}" if fixed_txt else "") + "</p>")
     if res.command:
         out.append(f"<p class=meta>Command:</p><pre><code>{_e(res.command)}</code></pre>")
+    if res.doc.get("status") == "interrupted":
+        out.append(f"<p class=busy>Interrupted after {len(res.runs)} of "
+                   f"{_e(res.doc.get('planned_runs', '?'))} runs "
+                   f"({_e(res.doc.get('status_reason', ''))}): cells may lack locks or repeats.</p>")
+    judged = [r for r in res.runs if isinstance(_dict(r.get("host")).get("busy"), bool)]
+    nbusy = sum(1 for r in judged if r["host"]["busy"])
+    if judged:
+        rule = res.doc.get("busy_rule") if isinstance(res.doc.get("busy_rule"), str) else ""
+        cls = "busy" if nbusy else "meta"
+        out.append(f"<p class={cls}>Machine load: {nbusy} of {len(res.runs)} runs were measured "
+                   f"on a busy machine{' (marked in the heatmap and the table)' if nbusy else ''}"
+                   f". Rule: {_e(rule)}.</p>")
     if show_machine:
         out.append("<h3>Machine</h3>" + _machine_table(res.machine))
     else:
@@ -973,6 +1093,12 @@ def _section(res, idx, figs, strict, show_machine=True):
     x_axis = res.pick_x(("threads",) if not retry else (retry, "threads"))
 
     out.append("<h3>Figures</h3>")
+    emit("heatmap", attempt("heatmap", fig_heatmap, res, figs),
+         "Every lock against the best lock of each cell: colour and number = median / the "
+         "cell's best median (1.00 = best); * = the cell's winner, = = statistically tied with "
+         "it, no mark = behind it (ranges apart and p < 0.05); ! = some runs did zero operations "
+         "or had a short window; grey = no runs." + (f" The focus lock, {res.focus}, is framed "
+                                                     "and bold." if res.focus else ""))
     if is_lockref:
         emit("retry-limit sweep", attempt("retry-limit sweep", fig_lockref, res, figs),
              "Lockref retry-limit sweep: left, throughput median per retry limit; right, mean "
@@ -983,7 +1109,8 @@ def _section(res, idx, figs, strict, show_machine=True):
     if x_axis is not None:
         emit(f"{res.metric} vs {x_axis}",
              attempt("throughput", fig_metric_vs_axis, res, figs, x_axis),
-             f"{res.metric} versus {x_axis}: one line per lock (dashed = baseline), point = "
+             f"{res.metric} versus {x_axis}: one line per lock (dashed = baseline"
+             f"{', bold = ' + res.focus + ', the others muted' if res.focus else ''}), point = "
              "median of the repeats, bar = min..max.")
     else:
         notes.append("throughput vs axis: skipped, no axis other than the lock was swept")
@@ -997,8 +1124,9 @@ def _section(res, idx, figs, strict, show_machine=True):
              "latency." if lat[0] else "")
     emit("fairness and CPU per op", attempt("fairness/CPU", fig_fairness_cpu, res, figs, x_axis),
          "Jain fairness index of per-thread operation counts (1 = every thread did the same "
-         "work) and CPU time (user + sys) per operation, per lock.")
-    out.append("<h3>Comparison per cell</h3>")
+         "work) and CPU time (user + sys) per operation, per lock, on a log scale (a lock that "
+         "collapses does not flatten the others).")
+    out.append("<h3>Every lock against the baseline, cell by cell</h3>")
     out.append(_comparison_table(res))
     if is_futex_hash or any("bytes_per_bucket" in _dict(r.get("result")) or
                             "bucket_bytes" in _dict(r.get("result")) for r in res.runs):
@@ -1014,21 +1142,128 @@ def _section(res, idx, figs, strict, show_machine=True):
     return anchor, title, "\n".join(out)
 
 
-def write_report(paths, out_dir, strict=None):
-    """Write index.html and its PNGs into out_dir (created if needed); return index.html's path.
+def _headline_html(loaded):
+    """The page's first section: per results file, its own claims (locklab demo) and the focus lock
+    against every other lock: faster / tied / slower cell counts and the cells it loses."""
+    out = ["<h2 id=headline>Headline</h2>"]
+    for i, res in enumerate(loaded):
+        out.append(f"<h3><a href=\"#s{i}\">{_e(res.workload)}</a> "
+                   f"<span class=meta>({_e(res.path)})</span></h3>")
+        h = _dict(res.doc.get("headline"))
+        claims = [c for c in _list(h.get("claims")) if isinstance(c, dict)
+                  and isinstance(c.get("text"), str)]
+        if claims:
+            if isinstance(h.get("title"), str):
+                out.append(f"<p class=meta>{_e(h['title'])}</p>")
+            items = []
+            for c in claims:
+                v = c.get("verdict") if isinstance(c.get("verdict"), str) else ""
+                cls = v if v in ("faster", "slower", "tied") else "busy" if c.get("busy") else ""
+                items.append(f"<li class=\"claim {_e(cls)}\">{_e(c['text'])}</li>")
+            out.append("<ul class=claims>" + "".join(items) + "</ul>")
+            if isinstance(h.get("busy_note"), str):
+                out.append(f"<p class=busy>{_e(h['busy_note'])}</p>")
+        focus, why = headline.pick_focus(res.doc, res.focus_wanted)
+        if focus is None:
+            out.append(f"<p class=note>{_e(why)}.</p>")
+            continue
+        rows = headline.focus_summary(res.doc, focus)
+        if not rows:
+            out.append(f"<p class=note>No cell has runs of {_e(focus)} and another lock.</p>")
+            continue
+        body = []
+        for r in rows:
+            lost = "; ".join(f"{lab} ({headline.fmt_ratio_ci(ratio, ci)})"
+                             + (" [busy]" if busy else "") for lab, ratio, ci, busy in r["lost"])
+            body.append(f"<tr><td>{_e(r['other'])}</td><td class=\"num faster\">{r['faster']}</td>"
+                        f"<td class=num>{r['tied']}</td><td class=\"num slower\">{r['slower']}"
+                        f"</td><td>{_e(lost) or '-'}</td><td class=num>{r['busy_cells'] or ''}"
+                        "</td></tr>")
+        out.append(f"<p class=meta><b>{_e(focus)}</b> against every other lock ({_e(why)}); "
+                   "a cell counts as faster or slower only when the two locks' [min, max] ranges "
+                   "do not overlap and Mann-Whitney p &lt; 0.05. Ratios are "
+                   f"{_e(focus)}'s median over the other lock's, with a 95% bootstrap CI.</p>")
+        out.append("<table class=headline><tr><th>against</th><th>faster</th><th>tied</th>"
+                   f"<th>slower</th><th>cells {_e(focus)} loses (ratio [95% CI])</th>"
+                   "<th>busy cells</th></tr>" + "".join(body) + "</table>")
+    return "\n".join(out)
 
-    paths: results files (locklab-results/1).  Raises ReportError (exit 2) for a file that is not
-    one, or for an output directory that cannot be written; reads every file before drawing, so a
-    bad file leaves no half-written report.  strict (default: $LOCKLAB_REPORT_STRICT set) makes a
-    figure that fails to draw an exception instead of a note on the page; the tests use it.
-    """
-    if strict is None:
-        strict = bool(os.environ.get("LOCKLAB_REPORT_STRICT"))
-    paths = [str(p) for p in paths]
-    if not paths:
-        raise UsageError("report: no results files given")
-    loaded = [Results(p, load_results(p)) for p in paths]
+
+def find_summary(paths):
+    """summary.md next to the results files (they all share one directory), or None."""
+    dirs = {Path(p).resolve().parent for p in paths}
+    if len(dirs) == 1:
+        cand = Path(paths[0]).parent / "summary.md"  # as the user named the files
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _md_inline(text):
+    """Escape, then `code`, **bold** and [text](link) (links become their text: summary.md's
+    relative links do not resolve from the report directory)."""
+    t = _e(text)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    t = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
+    t = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", t)
+    return t
+
+
+def markdown_html(text):
+    """The subset of Markdown summary.md uses: headings, paragraphs, lists, pipe tables, `code`,
+    **bold**; anything else is shown as text."""
+    out, para, table, items = [], [], [], []
+
+    def flush():
+        if para:
+            out.append("<p>" + _md_inline(" ".join(para)) + "</p>")
+            para.clear()
+        if items:
+            out.append("<ul>" + "".join(f"<li>{_md_inline(x)}</li>" for x in items) + "</ul>")
+            items.clear()
+        if table:
+            rows = [r for r in table if not re.fullmatch(r"\|?[\s:|-]+\|?", r)]
+            html_rows = []
+            for k, r in enumerate(rows):
+                cells = [c.strip() for c in r.strip().strip("|").split("|")]
+                tag = "th" if k == 0 else "td"
+                html_rows.append("<tr>" + "".join(f"<{tag}>{_md_inline(c)}</{tag}>"
+                                                  for c in cells) + "</tr>")
+            out.append("<div class=scroll><table class=md>" + "".join(html_rows) +
+                       "</table></div>")
+            table.clear()
+
+    for line in text.splitlines():
+        st = line.strip()
+        if not st:
+            flush()
+        elif st.startswith("|"):
+            if para or items:
+                flush()
+            table.append(st)
+        elif re.match(r"#{1,6} ", st):
+            flush()
+            level = min(6, len(st) - len(st.lstrip("#")) + 2)  # under the page's h2
+            out.append(f"<h{level}>{_md_inline(st.lstrip('#').strip())}</h{level}>")
+        elif re.match(r"[-*] ", st):
+            if para or table:
+                flush()
+            items.append(st[2:])
+        elif items and line.startswith("  "):
+            items[-1] += " " + st
+        else:
+            if table or items:
+                flush()
+            para.append(st)
+    flush()
+    return "\n".join(out)
+
+
+def _prepare_out_dir(out_dir):
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ReportError(out_dir, "cannot create the output directory: it exists and is not a "
+                                   "directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -1036,31 +1271,72 @@ def write_report(paths, out_dir, strict=None):
                                    f"{e.strerror or e}") from None
     if not os.access(out, os.W_OK):
         raise ReportError(out_dir, "output directory is not writable")
-    for old in out.glob("fig[0-9][0-9][0-9]-*.png"):  # figures of an earlier report here
-        old.unlink()
+    return out
 
-    # Machines are told apart by what describes them, not by what each run measures on them
-    # (pause_ns is calibrated per run and always differs a little).
-    machines, idents = [], []
+
+def write_report(paths, out_dir, strict=None, focus=None, summary=None):
+    """Write index.html and its PNGs into out_dir (created if needed); return index.html's path.
+
+    paths: results files (locklab-results/1), each validated against the schema first.  Raises
+    ReportError (exit 2) for a file that is not one, or for an output directory that cannot be
+    written; reads every file before drawing, so a bad file leaves no half-written report.
+    focus: the lock the headline compares with every other lock and the line plots draw bold
+    (default lk_mutex, see headline.pick_focus).  summary: a summary.md to include (default: the
+    one next to the results files, when they share a directory).  strict (default:
+    $LOCKLAB_REPORT_STRICT set) makes a figure that fails to draw an exception instead of a note
+    on the page; the tests use it.
+    """
+    if strict is None:
+        strict = bool(os.environ.get("LOCKLAB_REPORT_STRICT"))
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise UsageError("report: no results files given")
+    loaded = [Results(p, load_results(p)) for p in paths]
     for r in loaded:
-        ident = {k: v for k, v in r.machine.items() if k not in MEASURED_MACHINE_FIELDS}
-        if ident not in idents:
-            idents.append(ident)
-            machines.append(r.machine)
-    shared = len(machines) == 1 and bool(machines[0])
+        r.focus_wanted = focus
+        r.focus = headline.pick_focus(r.doc, focus)[0]
+    summary = Path(summary) if summary else find_summary(paths)
+    summary_text = None
+    if summary is not None:
+        try:
+            summary_text = summary.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ReportError(summary, f"cannot read: {getattr(e, 'strerror', None) or e}") \
+                from None
+    out = _prepare_out_dir(out_dir)
+    try:
+        for old in out.glob("fig[0-9][0-9][0-9]-*.png"):  # figures of an earlier report here
+            old.unlink()
 
-    figs = Figures(out, strict=strict)
-    sections = [_section(r, i, figs, strict, show_machine=not shared)
-                for i, r in enumerate(loaded)]
-    toc = "".join(f"<li><a href=\"#{a}\">{_e(t)}</a> <span class=meta>({_e(r.path)})</span></li>"
-                  for (a, t, _), r in zip(sections, loaded))
-    mach = ""
-    if shared:
-        mach = "<h3>Machine</h3>" + _machine_table(machines[0])
-    elif len(machines) > 1:
-        mach = (f"<p class=note>These files come from {len(machines)} different machines; "
-                "each section shows its own.</p>")
-    page = f"""<!DOCTYPE html>
+        # Machines are told apart by what describes them, not by what each run measures on them
+        # (pause_ns is calibrated per run and always differs a little).
+        machines, idents = [], []
+        for r in loaded:
+            ident = {k: v for k, v in r.machine.items() if k not in MEASURED_MACHINE_FIELDS}
+            if ident not in idents:
+                idents.append(ident)
+                machines.append(r.machine)
+        shared = len(machines) == 1 and bool(machines[0])
+
+        figs = Figures(out, strict=strict)
+        sections = [_section(r, i, figs, strict, show_machine=not shared)
+                    for i, r in enumerate(loaded)]
+        toc = "".join(f"<li><a href=\"#{a}\">{_e(t)}</a> <span class=meta>({_e(r.path)})</span>"
+                      "</li>" for (a, t, _), r in zip(sections, loaded))
+        if summary_text is not None:
+            toc += f"<li><a href=\"#summary\">summary.md</a> <span class=meta>({_e(summary)})" \
+                   "</span></li>"
+        mach = ""
+        if shared:
+            mach = "<h3>Machine</h3>" + _machine_table(machines[0])
+        elif len(machines) > 1:
+            mach = (f"<p class=note>These files come from {len(machines)} different machines; "
+                    "each section shows its own.</p>")
+        summ = ""
+        if summary_text is not None:
+            summ = (f"<h2 id=summary>summary.md <span class=meta>({_e(summary)})</span></h2>"
+                    f"<div class=summary>{markdown_html(summary_text)}</div>")
+        page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>locklab report</title>
@@ -1070,15 +1346,20 @@ def write_report(paths, out_dir, strict=None):
 <p class=meta>{len(loaded)} results file{'s' if len(loaded) != 1 else ''}, {figs.count} figures.
 Medians of repeated runs; error bars as stated under each figure. Every figure lists the command
 that reproduces it.</p>
+{_headline_html(loaded)}
+<h2>Contents</h2>
 <nav><ul>{toc}</ul></nav>
 {mach}
 {''.join(s for _, _, s in sections)}
+{summ}
 </main></body></html>
 """
-    index = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(index)
+        index = out / "index.html"
+        tmp = out / ".index.html.tmp"
+        tmp.write_text(page, encoding="utf-8")
+        tmp.replace(index)
+    except OSError as e:
+        raise ReportError(out_dir, f"cannot write the report: {e.strerror or e}") from None
     return str(index)
 
 
@@ -1092,12 +1373,19 @@ def add_arguments(parser):
                         help="results files (locklab-results/1) from `locklab bench --out`")
     parser.add_argument("-o", "--out", metavar="DIR", default="report",
                         help="output directory for index.html and its images (default: report)")
+    parser.add_argument("--focus", metavar="NAME",
+                        help="the lock the headline compares with every other lock and the plots "
+                        "draw bold (default lk_mutex, where the file has it)")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="a summary.md to include (default: summary.md next to the results "
+                        "files, when they share a directory)")
 
 
 def run(args):
     """Run `locklab report`; returns the exit status (2 for unreadable input)."""
     try:
-        index = write_report(args.files, args.out)
+        index = write_report(args.files, args.out, focus=getattr(args, "focus", None),
+                             summary=getattr(args, "summary", None))
     except UsageError as e:
         print(f"locklab: {e.message}", file=sys.stderr)
         return e.status

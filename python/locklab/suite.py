@@ -305,8 +305,9 @@ def summarize(out_dir, note=print):
     return 0
 
 
-def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print):
-    """Runs the selected experiments; returns the exit status."""
+def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print, resume=False):
+    """Runs the selected experiments; returns the exit status.  resume: continue an interrupted
+    suite in out_dir (experiments already complete are kept, an interrupted one is resumed)."""
     from .cli import build_plan, bench_parser, run_plan
     from .demo import write_report
     from .results import dump
@@ -341,8 +342,19 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print)
     for exp, args, plan in plans:
         path = os.path.join(out_dir, f"{exp.name}.json")
         note(f"suite: {exp.name}: locklab bench {exp.workload} {' '.join(args)}")
+        partial = os.path.exists(path + ".partial")
+        if resume and not partial and os.path.isfile(path):
+            from .results import load
+            doc = load(path)
+            if doc.get("status", "complete") == "complete":
+                note(f"suite: {exp.name}: kept, complete in {path}")
+                docs.append((exp.name, doc))
+                paths.append(path)
+                continue
         doc = run_plan(plan, driver, ["bench", exp.workload] + args + ["--out", path], path,
-                       progress=progress)
+                       progress=progress, resume=resume and partial,
+                       resume_command=runner.command_line(["suite", "--out", out_dir,
+                                                           "--resume"]))
         doc["experiment"] = exp.name
         dump(doc, path)
         docs.append((exp.name, doc))

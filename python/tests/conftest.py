@@ -1,4 +1,6 @@
-"""Shared fixtures: a fake locklab-bench on LOCKLAB_BENCH, and a helper that runs the CLI in-process."""
+"""Shared fixtures: a fake locklab-bench on LOCKLAB_BENCH, a helper that runs the CLI in-process, and
+a check that every results file (and partial file) the tests make locklab write satisfies the
+published JSON Schema (python/locklab/schema/results.schema.json)."""
 
 import json
 import os
@@ -11,7 +13,42 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the package even without `pip install -e`
 
-from locklab import cli  # noqa: E402
+from locklab import cli, results, runner  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def produced_files_match_the_schema(monkeypatch):
+    """After each test: every results file locklab wrote validates against the schema, and so does
+    every line of every partial file still on disk."""
+    written, partials = [], []
+    real_dump, real_create = results.dump, runner.PartialFile.create
+
+    def dump(doc, path):
+        real_dump(doc, path)
+        written.append(str(path))
+
+    def create(self, plan, command):
+        real_create(self, plan, command)
+        partials.append(self.path)
+
+    monkeypatch.setattr(results, "dump", dump)
+    monkeypatch.setattr(runner.PartialFile, "create", create)
+    yield
+    for path in written:
+        if os.path.exists(path):
+            results.load(path)  # raises FileError naming the field
+    for path in partials:
+        if not os.path.exists(path):
+            continue
+        lines = [ln for ln in Path(path).read_text().splitlines() if ln.strip()]
+        for i, ln in enumerate(lines):
+            try:
+                obj = json.loads(ln)
+            except ValueError:
+                assert i == len(lines) - 1, f"{path}:{i + 1}: not JSON"
+                continue  # the line a killed process was writing
+            problem = results.check(obj, "partial_header" if i == 0 else "partial_run")
+            assert problem is None, f"{path}:{i + 1}: {problem}"
 
 
 class FakeBench:
@@ -40,6 +77,8 @@ def fake_bench(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_BENCH_LOG", str(log))
     monkeypatch.delenv("FAKE_BENCH_FAIL", raising=False)
     monkeypatch.delenv("FAKE_BENCH_BAD", raising=False)
+    monkeypatch.delenv("FAKE_BENCH_ZERO", raising=False)
+    monkeypatch.delenv("FAKE_BENCH_STOP", raising=False)
     monkeypatch.chdir(tmp_path)
     return FakeBench(exe, log)
 

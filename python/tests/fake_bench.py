@@ -6,6 +6,9 @@ Environment:
     FAKE_BENCH_LOG    file that gets one JSON line (the argv) per invocation
     FAKE_BENCH_FAIL   "STATUS" or "STATUS:LOCK": a run (of LOCK) exits STATUS with a message on stderr
     FAKE_BENCH_BAD    "json": a run prints something that is not JSON
+    FAKE_BENCH_ZERO   LOCK: runs of LOCK do zero operations
+    FAKE_BENCH_STOP   N: the run after N measurement runs raises Ctrl-C in the parent (SIGINT to
+                      the process group, as a terminal's Ctrl-C does)
 """
 
 import json
@@ -79,6 +82,15 @@ def log(argv):
     return n
 
 
+def count_runs():
+    """Measurement runs logged so far (this one included)."""
+    path = os.environ.get("FAKE_BENCH_LOG")
+    if not path or not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum(1 for ln in f if not ln.startswith(('["describe"', '["list"')))
+
+
 def bad(arg, what, got):
     sys.stderr.write(f"locklab-bench: --{arg}: expected {what}, got '{got}'\n")
     sys.exit(2)
@@ -87,6 +99,9 @@ def bad(arg, what, got):
 def main():
     argv = sys.argv[1:]
     n = log(argv)
+    if argv == ["--version"]:
+        print("locklab-bench 0.0-fake (git fake, Fake)")
+        return
     if argv == ["describe"]:
         print(json.dumps(DESCRIBE))
         return
@@ -109,6 +124,11 @@ def main():
     for p in wl["params"]:
         v = params[p["name"]]
         typed[p["name"]] = int(v) if p["type"] == "uint" else float(v) if p["type"] == "double" else v
+    stop = os.environ.get("FAKE_BENCH_STOP")
+    if stop and count_runs() > int(stop):
+        import signal
+        os.kill(os.getppid(), signal.SIGINT)
+        sys.exit(130)
     fail = os.environ.get("FAKE_BENCH_FAIL")
     if fail:
         st, _, only = fail.partition(":")
@@ -121,7 +141,13 @@ def main():
     jitter = 1.0 + 0.01 * (n % 5)  # repeat k of a cell and lock gets 1 + k/100
     if wl["name"] == "mutex":
         v = BASE[typed["lock"]] / (1 + typed["load"] / 100) * jitter
-        result = {"ops_per_sec": v, "cpu_ns_per_op": 1e9 / v * 2, "fairness_jain": 0.9,
+        dur = typed["duration"]
+        ops = int(v * dur)
+        if os.environ.get("FAKE_BENCH_ZERO") == typed["lock"]:  # a lock that made no progress
+            v, ops = 0.0, 0
+        result = {"ops_per_sec": v, "elapsed_s": dur, "total_ops": ops,
+                  "cpu_ns_per_op": 1e9 / v * 2 if v else None, "fairness_jain": 0.9,
+                  "nvcsw": 10, "nivcsw": 3, "uncontended_pair_ns": 12.0 * jitter,
                   "latency": {"p99_ns": 100 * jitter}, "serial_fraction": 0.5}
     else:
         v = (100.0 if typed["lock"] == "fast" else 300.0) * typed["waiters"] * jitter
@@ -130,6 +156,7 @@ def main():
            "params": typed,
            "machine": {"cpu_model": "Fake CPU", "online_cpus": 2, "kernel": "6.18-fake",
                        "relax": "x86 pause", "pause_ns": 30.0},
+           "driver": {"version": "0.0-fake", "commit": "fake", "build_type": "Fake"},
            "result": result}
     print(json.dumps(rec))
 

@@ -1,13 +1,16 @@
 """`locklab bench` end to end against the fake driver: run order, results schema, statistics."""
 
 import json
+import os
+import re
 import shlex
 
 import pytest
 
 from locklab import results
 
-CELL_KEYS = {"params", "stats", "comparisons", "winner", "winner_tied_with"}
+CELL_KEYS = {"params", "stats", "comparisons", "winner", "winner_tied_with", "busy_runs",
+             "judged_runs"}
 STAT_KEYS = {"n", "values", "min", "median", "mean", "max", "stdev", "ci95", "secondary"}
 COMP_KEYS = {"lock", "baseline", "ratio", "ratio_ci95", "mannwhitney_p", "overlap", "verdict"}
 
@@ -36,6 +39,17 @@ def test_bench_results_file(fake_bench, run_cli, tmp_path):
     assert doc["created"].endswith("Z")
     assert len(doc["runs"]) == 2 * 4 * 3
     assert all(r["schema"] == "locklab-run/1" and "repeat" in r for r in doc["runs"])
+    assert doc["status"] == "complete" and doc["planned_runs"] == 24
+    assert doc["locklab"]["version"] and doc["busy_rule"].startswith("a run is busy when")
+    # the machine's load around every run: load averages, involuntary switches, the verdict
+    for r in doc["runs"]:
+        h = r["host"]
+        assert len(h["loadavg_before"]) == 3 and len(h["loadavg_after"]) == 3
+        assert h["nivcsw_after"] >= h["nivcsw_before"] and h["busy"] in (True, False, None)
+    for cell in doc["cells"]:
+        assert cell["judged_runs"] <= 12 and cell["busy_runs"] <= cell["judged_runs"]
+        assert cell["busy_runs"] == sum(1 for r in doc["runs"] if r["params"]["threads"] ==
+                                        cell["params"]["threads"] and r["host"]["busy"] is True)
     assert [c["params"] for c in doc["cells"]] == [{"threads": 1}, {"threads": 2}]
     for cell in doc["cells"]:
         assert set(cell) == CELL_KEYS
@@ -61,7 +75,11 @@ def test_bench_results_file(fake_bench, run_cli, tmp_path):
     vals = [r["result"]["ops_per_sec"] for r in doc["runs"]
             if r["lock"] == "lk_mutex" and r["params"]["threads"] == 1]
     assert sorted(c0["stats"]["lk_mutex"]["values"]) == sorted(vals)
-    assert "The distributions do not overlap: the slowest lk_mutex run" in out
+    flat = " ".join(out.split())  # prose is wrapped at spaces to the console's width
+    assert ("lk_mutex vs glibc_normal: None of the 4 lk_mutex runs falls inside glibc_normal's "
+            "range [500 k, 515 k]: the slowest lk_mutex run (1.00 M) is faster than the fastest "
+            "glibc_normal run.") in flat
+    assert "futex3 vs glibc_normal: All 4 futex3 runs fall inside glibc_normal's range" in flat
     assert "winner: lk_mutex" in out
     assert "mutex: fixed load=100 duration=0.05 warmup=0.1 seed=1" in out
 
@@ -104,15 +122,124 @@ def test_lower_is_better_workload(fake_bench, run_cli, tmp_path):
         assert c["ratio"] == pytest.approx(1 / 3, rel=0.05)
 
 
-def test_driver_failure_stops_with_its_stderr(fake_bench, run_cli, monkeypatch, tmp_path):
+def test_driver_failure_keeps_what_was_measured(fake_bench, run_cli, monkeypatch, tmp_path):
+    """A run that fails stops the bench with the driver's stderr; the runs before it are written,
+    marked interrupted, and --resume measures only the missing ones."""
     monkeypatch.setenv("FAKE_BENCH_FAIL", "1:futex3")
     argv, rc, out, err = bench(run_cli)
     assert rc == 1
-    assert "locklab-bench: fake failure for futex3" in err
-    assert not (tmp_path / "r.json").exists()
+    lines = err.splitlines()
+    assert lines[0] == "locklab-bench: fake failure for futex3"  # no blank line before it
+    assert "--resume" in lines[-1] and "kept the" in lines[-1]
+    doc = results.load(tmp_path / "r.json")
+    assert doc["status"] == "interrupted" and "a run failed" in doc["status_reason"]
+    first = len(doc["runs"])
+    assert 0 < first < 24 and all(r["lock"] != "futex3" for r in doc["runs"])
+    assert (tmp_path / "r.json.partial").exists()
+    # without --resume the partial file is not overwritten
+    monkeypatch.delenv("FAKE_BENCH_FAIL")
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 2 and "r.json.partial holds the runs of an unfinished bench" in err
+    before = len(fake_bench.runs())
+    argv, rc, out, err = bench(run_cli, "--resume")
+    assert rc == 0, err
+    doc = results.load(tmp_path / "r.json")
+    assert doc["status"] == "complete" and len(doc["runs"]) == 24
+    assert len(fake_bench.runs()) - before == 24 - first  # only what was missing ran
+    assert not (tmp_path / "r.json.partial").exists()
+    assert "--resume" not in doc["command"]
+    # the same schedule as an uninterrupted bench: repeats outermost, cells in order
+    assert [r["repeat"] for r in doc["runs"]] == [k for k in range(4) for _ in range(6)]
+
+
+def test_driver_bad_input_is_one_line(fake_bench, run_cli, monkeypatch, tmp_path):
     monkeypatch.setenv("FAKE_BENCH_FAIL", "2")
     argv, rc, out, err = bench(run_cli)
-    assert rc == 2 and "fake failure" in err
+    assert rc == 2 and re.fullmatch(r"locklab: fake failure for (lk_mutex|glibc_normal|futex3)\n",
+                                    err), err
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "r.json.partial").exists()
+
+
+def test_ctrl_c_keeps_what_was_measured(fake_bench, run_cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_BENCH_STOP", "5")
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 130
+    assert err.startswith("locklab: interrupted: kept the 5 of 24 runs that finished in r.json")
+    doc = results.load(tmp_path / "r.json")
+    assert doc["status"] == "interrupted" and len(doc["runs"]) == 5
+    assert doc["status_reason"] == "interrupted (Ctrl-C)"
+    rc, out, err = run_cli("show", tmp_path / "r.json")
+    assert rc == 0 and "INTERRUPTED after 5 of 24 runs" in " ".join(out.split())
+    monkeypatch.delenv("FAKE_BENCH_STOP")
+    argv, rc, out, err = bench(run_cli, "--resume")
+    assert rc == 0, err
+    assert len(results.load(tmp_path / "r.json")["runs"]) == 24
+
+
+def test_resume_checks_the_plan(fake_bench, run_cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_BENCH_STOP", "3")
+    bench(run_cli)
+    monkeypatch.delenv("FAKE_BENCH_STOP")
+    rc, out, err = run_cli("bench", "mutex", "--locks", "glibc_normal,lk_mutex,futex3",
+                           "--threads", "1,2,4", "--load", "100", "--duration", "0.05",
+                           "--repeat", "4", "--seed", "3", "--out", "r.json", "--resume")
+    assert rc == 2
+    assert err.startswith("locklab: --resume: r.json.partial was started with other options "
+                          "(axes: {\"threads\": [1, 2]} there, {\"threads\": [1, 2, 4]} here)")
+    rc, out, err = run_cli("bench", "mutex", "--out", "other.json", "--resume")
+    assert rc == 2 and err == ("locklab: --resume: no partial file other.json.partial: nothing to "
+                               "resume (run without --resume to start afresh)\n")
+    # a partial file cut short by a killed process: its last line is ignored
+    part = tmp_path / "r.json.partial"
+    text = part.read_text()
+    part.write_text(text + text.splitlines()[-1][:40])
+    argv, rc, out, err = bench(run_cli, "--resume")
+    assert rc == 0, err
+    # a damaged line elsewhere is an error naming the line
+    (tmp_path / "x.json.partial").write_text(text.splitlines()[0] + "\n{\"index\": \"one\"}\n"
+                                             + text.splitlines()[1] + "\n")
+    argv, rc, out, err = bench(run_cli, "--resume", out="x.json")
+    assert rc == 2
+    assert err == ("locklab: x.json.partial: line 2: at index: expected an integer, got the "
+                   "string \"one\" (and 3 more problems)\n")
+
+
+@pytest.mark.parametrize("out,msg", [
+    ("/dev/full", "locklab: --out: '/dev/full' exists and is not a regular file"),
+    ("d/file/x.json", "locklab: --out: cannot create the directory 'd/file': 'd/file' is not a "
+                      "directory"),
+    ("d/file/sub/x.json", "locklab: --out: cannot create the directory 'd/file/sub': 'd/file' is "
+                          "not a directory"),
+])
+def test_out_is_checked_before_measuring(fake_bench, run_cli, tmp_path, out, msg):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "file").write_text("")
+    argv, rc, o, err = bench(run_cli, out=out)
+    assert rc == 2 and err == msg + "\n"
+    assert fake_bench.runs() == []
+
+
+def test_unwritable_out_dir(fake_bench, run_cli, tmp_path):
+    if os.geteuid() == 0:
+        ro = "/proc/self/r.json"  # root writes anywhere, but not into /proc
+    else:
+        (tmp_path / "ro").mkdir(mode=0o500)
+        ro = str(tmp_path / "ro" / "r.json")
+    argv, rc, o, err = bench(run_cli, out=ro)
+    assert rc == 2 and err.startswith(f"locklab: {ro}.partial: --out: cannot write here: ")
+    assert len(err.splitlines()) == 1 and fake_bench.runs() == []
+
+
+def test_zero_operation_runs_are_flagged(fake_bench, run_cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_BENCH_ZERO", "futex3")
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 0, err
+    doc = results.load(tmp_path / "r.json")
+    for cell in doc["cells"]:
+        assert cell["stats"]["futex3"]["flags"] == ["4 of 4 runs did zero operations"]
+        assert "flags" not in cell["stats"]["lk_mutex"]
+    assert "futex3: 4 of 4 runs did zero operations" in " ".join(out.split())
+    assert "futex3 *!" not in out and "futex3 !" in out
 
 
 def test_driver_garbage(fake_bench, run_cli, monkeypatch):

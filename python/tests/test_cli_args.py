@@ -1,6 +1,10 @@
 """Bad input is refused before anything runs: one line, exit 2 (fake driver on LOCKLAB_BENCH)."""
 
+import re
+
 import pytest
+
+from locklab import cli
 
 
 def one_line(err):
@@ -90,18 +94,6 @@ def test_list(fake_bench, run_cli):
     assert rc == 0 and json.loads(out)["schema"] == "locklab-list/1"
 
 
-def test_report_without_support(run_cli, tmp_path):
-    try:
-        from locklab import report  # noqa: F401
-        has = hasattr(report, "run") and hasattr(report, "add_arguments")
-    except ImportError:
-        has = False
-    if has:
-        pytest.skip("report.py is installed; its own tests cover `locklab report`")
-    rc, out, err = run_cli("report", "x.json", "-o", str(tmp_path / "r"))
-    assert rc == 2 and one_line(err).startswith("locklab: report support not installed")
-
-
 def test_no_driver_anywhere(tmp_path, monkeypatch, run_cli):
     from locklab import driver
     monkeypatch.delenv("LOCKLAB_BENCH", raising=False)
@@ -126,6 +118,69 @@ def test_driver_found_in_repo_build(tmp_path, monkeypatch, fake_bench):
 
 def test_bench_without_workload(fake_bench, run_cli):
     rc, out, err = run_cli("bench")
-    assert rc == 2 and "workloads (from locklab-bench describe): mutex, wake" in out
+    assert rc == 2 and out == ""
+    assert one_line(err) == ("locklab: bench: expected a workload name (mutex, wake); its options: "
+                             "locklab bench WORKLOAD --help")
     rc, out, err = run_cli("bench", "--threads", "1")
     assert rc == 2 and one_line(err) == "locklab: bench: expected a workload name first, got '--threads'"
+    rc, out, err = run_cli("bench", "--help")
+    assert rc == 0 and err == "" and "workloads (from locklab-bench describe): mutex, wake" in out
+
+
+@pytest.mark.parametrize("opt,text", [
+    ("--threads", "2,,4"), ("--threads", "2,"), ("--load", ",1"), ("--lock", "lk_mutex,,futex3"),
+])
+def test_empty_list_items(fake_bench, run_cli, opt, text):
+    rc, out, err = run_cli("bench", "mutex", opt, text, "--repeat", "1")
+    assert rc == 2
+    assert one_line(err) == (f"locklab: {opt}: expected a comma-separated list without empty "
+                             f"items, got '{text}'")
+    assert fake_bench.runs() == []
+
+
+def test_schemaless_json(tmp_path, run_cli):
+    (tmp_path / "x.json").write_text('{"workload": "mutex", "cells": []}')
+    for args in (("show", tmp_path / "x.json"), ("compare", tmp_path / "x.json", tmp_path / "x.json"),
+                 ("report", tmp_path / "x.json", "-o", tmp_path / "r")):
+        rc, out, err = run_cli(*args)
+        assert rc == 2
+        assert one_line(err) == (f"locklab: {tmp_path / 'x.json'}: not a locklab results file: no "
+                                 "\"schema\" field (expected \"locklab-results/1\")")
+
+
+def test_report_to_a_device(tmp_path, run_cli):
+    from test_report import _write, single_cell_results
+    good = _write(tmp_path, "good.json", single_cell_results())
+    rc, out, err = run_cli("report", good, "-o", "/dev/full")
+    assert rc == 2
+    assert one_line(err) == ("locklab: /dev/full: cannot create the output directory: it exists "
+                             "and is not a directory")
+
+
+def test_forwarded_driver_error_is_one_line(fake_bench, run_cli, monkeypatch):
+    """The driver's own bad-input message (exit 2) reads like the CLI's: one line, no blank line
+    before it, prefixed locklab."""
+    monkeypatch.setenv("FAKE_BENCH_FAIL", "2")
+    rc, out, err = run_cli("bench", "mutex", "--lock", "futex3", "--repeat", "1", "--out", "f.json")
+    assert rc == 2
+    assert err == "locklab: fake failure for futex3\n"
+
+
+def test_version(fake_bench, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"locklab \d+\.\d+\.\d+ \(git ([0-9a-f]{7,}(-dirty)?|unknown)\)", out[0])
+    assert out[1] == "locklab-bench 0.0-fake (git fake, Fake)"
+
+
+def test_version_outside_a_checkout(monkeypatch, tmp_path):
+    from locklab import version
+    version.git_commit.cache_clear()
+    monkeypatch.setattr(version, "SRC", tmp_path / "a" / "b")
+    try:
+        assert version.git_commit() == "unknown"
+        assert version.version_line(None).endswith("locklab-bench: not found (run `make build`)")
+    finally:
+        version.git_commit.cache_clear()

@@ -47,8 +47,8 @@ def test_changelog_numbers_exact(tmp_path, run_cli):
     assert rows["median"] == ["1,300,000", "1,850,000", "+42.3", "%"]
     assert rows["min"] == ["1,000,000", "1,700,000", "+70.0", "%"]
     assert rows["max"] == ["1,600,000", "2,000,000", "+25.0", "%"]
-    assert ("The distributions do not overlap: the slowest candidate run (1.70 M) is faster "
-            "than every baseline run") in out
+    assert ("None of the 4 candidate runs falls inside the baseline's range [1.00 M, 1.60 M]: the "
+            "slowest candidate run (1.70 M) is faster than the fastest baseline run.") in out
     assert "ratio of medians 1.423" in out and ": faster" in out
     assert "mutex threads=2 lock=lk_mutex" in out
 
@@ -57,12 +57,12 @@ def test_changelog_overlap_and_slower(tmp_path, run_cli):
     a, b = pair(tmp_path, [({}, {"x": BASE})], [({}, {"x": [1100000, 1300000, 1500000, 1700000]})])
     rc, out, err = run_cli("compare", a, b)
     assert rc == 0
-    assert "The distributions overlap: 3 of 4 candidate runs fall inside the baseline range" in out
+    assert "3 of the 4 candidate runs fall inside the baseline's range [1.00 M, 1.60 M]." in out
     assert ": tied" in out
     a, b = pair(tmp_path, [({}, {"x": CAND})], [({}, {"x": BASE})])
     rc, out, err = run_cli("compare", a, b)
-    assert ("The distributions do not overlap: the fastest candidate run (1.60 M) is slower than "
-            "every baseline run") in out
+    assert ("None of the 4 candidate runs falls inside the baseline's range [1.70 M, 2.00 M]: the "
+            "fastest candidate run (1.60 M) is slower than the slowest baseline run.") in out
     assert ": slower" in out
 
 
@@ -71,7 +71,7 @@ def test_lower_is_better(tmp_path, run_cli):
                 a={"hib": False, "metric": "wake_ns"}, b={"hib": False, "metric": "wake_ns"})
     rc, out, err = run_cli("compare", a, b)
     assert rc == 0
-    assert "the slowest candidate run (130) is faster than every baseline run" in out
+    assert "the slowest candidate run (130) is faster than the fastest baseline run" in out
     assert ": faster" in out
 
 
@@ -126,10 +126,12 @@ def test_refuses_different_workloads_and_fixed_params(tmp_path, run_cli):
     ("", "empty file"),
     ('{"schema": "locklab-results/1", "workload": "mu', "truncated JSON"),
     ("not json at all", "not JSON"),
-    ("[1, 2]", "expected a JSON object, got list"),
-    ('{"schema": "locklab-results/2"}', "schema 'locklab-results/2' is not supported"),
-    ('{"schema": "locklab-run/1"}', "schema 'locklab-run/1' is not supported"),
-    ('{"schema": "locklab-results/1", "workload": "mutex"}', "missing key 'metric'"),
+    ("[1, 2]", "not a results file: top level is a JSON array, expected an object"),
+    ('{"schema": "locklab-results/2"}', "unsupported schema \"locklab-results/2\""),
+    ('{"schema": "locklab-run/1"}', "is a single run record, not a results file"),
+    ('{"workload": "mutex"}', "not a locklab results file: no \"schema\" field"),
+    ('{"schema": "locklab-results/1", "workload": "mutex"}', "\"metric\" is missing"),
+    ('{"schema": "locklab-partial/1"}', "the partial file of an unfinished bench"),
 ])
 def test_bad_results_files(tmp_path, run_cli, content, problem):
     good = write(tmp_path, "good.json", make_doc([({}, {"x": BASE})]))
@@ -151,7 +153,7 @@ def test_truncated_real_document(tmp_path, run_cli):
 
 def test_missing_file(tmp_path, run_cli):
     rc, out, err = run_cli("compare", str(tmp_path / "nope.json"), str(tmp_path / "nope.json"))
-    assert rc == 2 and "cannot read: No such file or directory" in err
+    assert rc == 2 and err == f"locklab: {tmp_path / 'nope.json'}: no such file\n"
 
 
 def test_bad_values_in_cells(tmp_path, run_cli):
@@ -159,4 +161,30 @@ def test_bad_values_in_cells(tmp_path, run_cli):
     d["cells"][0]["stats"]["x"]["values"] = ["fast"]
     bad = write(tmp_path, "v.json", d)
     rc, out, err = run_cli("compare", bad, bad)
-    assert rc == 2 and "values should be a non-empty list of numbers" in err
+    assert rc == 2 and err == (f"locklab: {bad}: malformed results file: at "
+                               "cells[0].stats.x.values[0]: expected a number, got the string "
+                               "\"fast\"\n")
+    d["cells"][0]["stats"]["x"]["values"] = []
+    bad = write(tmp_path, "v.json", d)
+    rc, out, err = run_cli("compare", bad, bad)
+    assert rc == 2 and err.endswith("at cells[0].stats.x.values: expected at least 1 items, got 0\n")
+
+
+def test_cells_and_locks_in_one_file_only_are_listed(tmp_path, run_cli):
+    a, b = pair(tmp_path,
+                [({"threads": 1}, {"p": BASE, "q": BASE}), ({"threads": 2}, {"p": BASE}),
+                 ({"threads": 4}, {"p": BASE})],
+                [({"threads": 2}, {"p": CAND, "r": CAND}), ({"threads": 8}, {"p": CAND})],
+                a={"axes": {"threads": [1, 2, 4]}}, b={"axes": {"threads": [2, 8]}})
+    rc, out, err = run_cli("compare", a, b)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert f"only in {a} (not compared): 2 cells (threads=1; threads=4)" in lines
+    assert (f"only in {b} (not compared): 1 cell (threads=8); lock r in 1 shared cell "
+            "(threads=2)") in lines
+    rc, out, err = run_cli("compare", a, b, "--format", "json")
+    doc = json.loads(out)
+    assert doc["only_in_baseline"]["cells"] == [{"threads": 1}, {"threads": 4}]
+    assert doc["only_in_candidate"] == {"cells": [{"threads": 8}], "locks": {"r": ["threads=2"]}}
+    rc, out, err = run_cli("compare", a, b, "--format", "csv")
+    assert "only in" not in out and f"locklab: only in {a}" in err

@@ -9,6 +9,7 @@ The binary is $LOCKLAB_BENCH (ctest sets it), else build/locklab-bench; the test
 """
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -55,6 +56,11 @@ def available_locks(family):
     (["mutex", "--lock", "futex3", "threads", "2"], "threads"),
     (["spinlock", "--lock", "futex3"], "--lock"),  # a mutex is not a spinlock
     (["no-such-workload", "--threads", "2"], "no-such-workload"),
+    (["describe", "extra"], "describe: expected no arguments, got 'extra'"),
+    (["describe", "--json"], "--json: unknown option (describe takes none)"),
+    (["list", "--bogus"], "--bogus: unknown option for list (known: --json)"),
+    (["list", "--json", "extra"], "list: expected no arguments (only --json), got 'extra'"),
+    (["--version", "extra"], "--version: expected no arguments, got 'extra'"),
 ])
 def test_bad_input_exits_2_with_one_line(args, names):
     p = bench(*args)
@@ -64,6 +70,17 @@ def test_bad_input_exits_2_with_one_line(args, names):
     assert len(lines) == 1, lines
     assert names in lines[0], lines[0]
     assert lines[0].startswith("locklab-bench: "), lines[0]
+
+
+def test_version_names_commit_and_build_type():
+    p = bench("--version")
+    assert p.returncode == 0 and p.stderr == ""
+    # "unknown" outside a git checkout; a hash (maybe -dirty) inside one
+    assert re.fullmatch(r"locklab-bench \d+\.\d+\.\d+ \(git ([0-9a-f]{7,}(-dirty)?|unknown), "
+                        r"[A-Za-z]+( -fsanitize=\w+)?\)\n", p.stdout), p.stdout
+    doc = run_ok("mutex", "--lock", "futex3", *SHORT)
+    assert p.stdout.startswith(f"locklab-bench {doc['driver']['version']} "
+                               f"(git {doc['driver']['commit']}, {doc['driver']['build_type']})")
 
 
 def test_describe_lists_both_workloads_and_their_params():

@@ -9,12 +9,14 @@ errors.  Bad input (not JSON, truncated, another schema, a run record, ...) must
 "locklab: FILE: <problem>" and exit status 2, leaving no report behind.
 
 The browser test skips, saying why, when /usr/bin/chromium (Debian package `chromium`, installed by
-scripts/install-deps) or the websocket-client package (the [test] extras) is missing.
+scripts/install-deps) or the websocket-client package (the [test] extras) is missing; with CI set in
+the environment (.ci/run) it fails instead.
 Set LOCKLAB_REPORT_SCREENSHOT=DIR to keep a full-page screenshot of the rendered report.
 """
 
 import json
 import math
+import re
 import os
 import random
 import shutil
@@ -120,12 +122,13 @@ def make_results(workload, locks, axes, metric_fn, extra_result=None, baseline=N
             "fixed": {"duration": 0.3, "parallel": 0}, "runs": runs, "cells": cells}
 
 
-def mutex_results():
+def mutex_results(repeats=3):
     def tput(lock, p):
         base = 2e7 / (1 + p["load"] / 10) / (1 + math.log2(p["threads"]))
         return base * {"lk_mutex": 1.3, "futex3": 1.0, "glibc_normal": 0.9}[lock]
     return make_results("mutex", ["lk_mutex", "futex3", "glibc_normal"],
-                        {"threads": [1, 2, 10, 256], "load": [0, 10, 100]}, tput)
+                        {"threads": [1, 2, 10, 256], "load": [0, 10, 100]}, tput,
+                        repeats=repeats)
 
 
 def lockref_results():
@@ -170,23 +173,30 @@ def single_cell_results():
     return d
 
 
-def sparse_results():
-    """Valid schema, but almost everything optional is missing or ill-typed."""
-    return {"schema": "locklab-results/1", "workload": "mutex", "locks": ["x", 7, None],
-            "axes": {"threads": [1, 2, True, "many"], "load": "oops"},
-            "machine": {"cpu_model": None, "nested": {"a": 1}},
-            "runs": [{"lock": "x", "params": {"threads": 1}, "result": {
-                "latency": {"cdf": [[0, 0.1], ["a", 0.2], [5, 2.0], [10, 0.5], "junk", [20]]},
-                "ops_per_sec": "fast", "fairness_jain": float("nan")}}, "not a run", None],
+def minimal_results():
+    """Valid against the schema, but with every optional field missing: no command, machine,
+    latency, secondary medians, CIs, comparisons or winner; one lock without a median."""
+    return {"schema": "locklab-results/1", "workload": "mutex", "metric": "ops_per_sec",
+            "higher_is_better": True, "locks": ["x", "y"], "axes": {"threads": [1, 2]},
+            "fixed": {}, "runs": [{"schema": "locklab-run/1", "workload": "mutex", "lock": "x",
+                                   "params": {"threads": 1}, "result": {
+                                       "ops_per_sec": 5.0, "elapsed_s": 0.3, "total_ops": 2}}],
             "cells": [{"params": {"threads": 1},
-                       "stats": {"x": {"median": "high", "ci95": [1], "secondary": []},
-                                 "y": {"median": 10.0, "min": 20.0, "max": 5.0,
-                                       "ci95": ["a", "b"]}},
-                       "comparisons": [{"lock": "y", "ratio": "big", "ratio_ci95": None,
-                                        "verdict": 3}, "junk"],
-                       "winner": ["x"], "winner_tied_with": "y"},
-                      {"params": {"threads": 2}, "stats": None, "comparisons": None},
-                      {"params": "bad"}, 17]}
+                       "stats": {"x": {"values": [5.0], "median": 5.0},
+                                 "y": {"values": [10.0]}}},
+                      {"params": {"threads": 2}, "stats": {}}]}
+
+
+def zero_ops_results():
+    """glibc_pi did zero operations in every run at 256 threads: flagged, not drawn as 0."""
+    d = mutex_results()
+    for c in d["cells"]:
+        if c["params"]["threads"] == 256:
+            st = c["stats"]["futex3"]
+            st.update(values=[0.0] * st["n"], min=0.0, median=0.0, mean=0.0, max=0.0,
+                      ci95=[0.0, 0.0], flags=[f"{st['n']} of {st['n']} runs did zero operations"])
+            c["busy_runs"], c["judged_runs"] = 2, 9
+    return d
 
 
 def _write(tmp_path, name, doc):
@@ -202,7 +212,7 @@ def strict(monkeypatch):
 
 FILES = [("mutex.json", mutex_results), ("lockref.json", lockref_results),
          ("futex-hash.json", futex_hash_results), ("unknown.json", unknown_results),
-         ("single.json", single_cell_results), ("sparse.json", sparse_results)]
+         ("single.json", single_cell_results), ("minimal.json", minimal_results)]
 
 
 @pytest.fixture(scope="module")
@@ -234,10 +244,11 @@ def _section(page, filename):
 
 def test_every_figure_is_a_png(full_report):
     index, page, imgs = full_report
-    # mutex 4 (throughput, cells, latency, fairness/CPU); lockref 4 (sweep, throughput, cells,
-    # fairness/CPU); futex-hash 5 (layouts + the mutex four); unknown 3 (no latency); single cell 3
-    # (no throughput-vs-axis); sparse 2 (throughput and cells from its one usable median)
-    assert len(imgs) == 4 + 4 + 5 + 3 + 3 + 2, imgs
+    # heatmap (files with two locks or more), then: mutex 4 (throughput, cells, latency,
+    # fairness/CPU); lockref 4 (sweep, throughput, cells, fairness/CPU; one lock: no heatmap);
+    # futex-hash 5 (layouts + the mutex four); unknown 3 (no latency); single cell 3 (no
+    # throughput-vs-axis); minimal 3 (heatmap, throughput and cells from its one median)
+    assert len(imgs) == (1 + 4) + 4 + (1 + 5) + (1 + 3) + (1 + 3) + 3, imgs
     assert sorted(p.name for p in index.parent.glob("*.png")) == sorted(imgs)
     for name in imgs:
         data = (index.parent / name).read_bytes()
@@ -248,17 +259,27 @@ def test_every_figure_is_a_png(full_report):
 def test_mutex_section(full_report):
     index, page, imgs = full_report
     sec = _section(page, "mutex.json")
-    # throughput vs threads, per-cell bars, latency CDF, fairness/CPU
-    for slug in ("mutex-throughput-vs-threads", "mutex-cells", "mutex-latency",
-                 "mutex-fairness-cpu"):
+    # the heatmap first, then throughput vs threads, per-cell bars, latency CDF, fairness/CPU
+    slugs = ("mutex-heatmap", "mutex-throughput-vs-threads", "mutex-cells", "mutex-latency",
+             "mutex-fairness-cpu")
+    for slug in slugs:
         assert sec.count(f"-{slug}.png") == 1, slug
+    assert [sec.index(f"-{slug}.png") for slug in slugs] == \
+        sorted(sec.index(f"-{slug}.png") for slug in slugs)
     assert "Not shown" not in sec
     # the command under every figure, and the machine description
-    assert sec.count("locklab bench mutex --locks lk_mutex,futex3,glibc_normal") == 5
+    assert sec.count("locklab bench mutex --locks lk_mutex,futex3,glibc_normal") == 6
     assert "AMD EPYC 7B13" in sec and "x86 pause" in sec
-    # the comparison table: one row per (cell, non-baseline lock) with verdict classes
+    # the comparison table, grouped by cell: one header row per cell naming the winner once, then
+    # one row per lock; the non-baseline rows carry a verdict class
+    assert sec.count("<tr class=cellhead>") == 12
+    assert sec.count("&mdash; winner <b>lk_mutex</b>") == 12
     assert sec.count("<tr class=\"faster\">") + sec.count("<tr class=\"slower\">") + \
         sec.count("<tr class=\"tied\">") == 12 * 2
+    assert sec.count("<td class=verdict>baseline</td>") == 12
+    assert "<th>ranges overlap<br>(min..max)</th>" in sec and "CIs overlap" not in sec
+    # the focus lock is bold in the table
+    assert sec.count("<td><b>lk_mutex</b> *</td>") == 12
     # the representative latency cell is the one with the most threads and the most load
     assert "threads=256, load=100" in sec
 
@@ -269,8 +290,9 @@ def test_lockref_and_futex_hash_sections(full_report):
     assert "lockref-retry-sweep" in lr and "lockref-throughput-vs-retries" in lr
     # lockref has no latency: said on the page, not drawn
     assert "no run has a latency CDF" in lr and "lockref-latency" not in lr
-    # one lock, nothing to compare: its median still appears per cell
-    assert lr.count("<td>lk_lockref</td><td>-</td>") == 10
+    # one lock, nothing to compare: its median still appears per cell, and there is no heatmap
+    assert lr.count("<tr class=\"\"><td>lk_lockref *</td>") == 10
+    assert "heatmap: skipped, one lock only: nothing to compare" in lr
     fh = _section(page, "futex-hash.json")
     assert "futex-hash-layouts" in fh
     assert "Memory cost per bucket" in fh
@@ -285,10 +307,10 @@ def test_unknown_and_degenerate_workloads(full_report):
     single = _section(page, "single.json")
     assert "spin-cells" in single and "lower is better" in single
     assert "no axis other than the lock was swept" in single
-    sparse = _section(page, "sparse.json")
-    assert "This results file records no command." in sparse
+    minimal = _section(page, "minimal.json")
+    assert "This results file records no command." in minimal
     # the one usable median is drawn; the rest is skipped without a crash
-    assert "mutex-cells" in sparse and "mutex-latency" not in sparse
+    assert "mutex-cells" in minimal and "mutex-latency" not in minimal
 
 
 def test_rerun_replaces_old_figures(tmp_path, strict):
@@ -324,13 +346,152 @@ def test_per_run_calibration_does_not_split_machines(tmp_path, strict):
 def test_html_escapes_untrusted_strings(tmp_path, strict):
     d = unknown_results()
     d["command"] = "locklab bench x --lock '<script>alert(1)</script>'"
-    d["locks"] = ["<b>rw_a</b>", "rw_b"]
+    d["locks"] = ["<i>rw_a</i>", "rw_b"]
     for c in d["cells"]:
-        c["stats"]["<b>rw_a</b>"] = c["stats"].pop("rw_a")
+        c["stats"]["<i>rw_a</i>"] = c["stats"].pop("rw_a")
+        c["winner"] = "<i>rw_a</i>"
     index = report.write_report([_write(tmp_path, "x.json", d)], tmp_path / "out")
     page = Path(index).read_text(encoding="utf-8")
     assert "<script>" not in page and "&lt;script&gt;" in page
-    assert "<b>rw_a</b>" not in page
+    assert "<i>" not in page and "&lt;i&gt;rw_a&lt;/i&gt;" in page
+
+
+# ---------------------------------------------------------------------------------------------
+# the headline, the heatmap, flags, focus, summary.md
+# ---------------------------------------------------------------------------------------------
+
+def test_headline_comes_first(full_report):
+    index, page, imgs = full_report
+    head = page[page.index("<h2 id=headline>"):page.index("<h2>Contents</h2>")]
+    assert page.index("<h2 id=headline>") < page.index("<h2 id=\"s0\">")
+    # mutex: lk_mutex (1.3x) beats futex3 (1.0x) and glibc_normal (0.9x) in every cell... as far as
+    # three noisy repeats allow; the counts are the lab's verdicts, each row sums to the 12 cells
+    table = head[head.index("mutex.json"):head.index("lockref.json")]
+    assert "<b>lk_mutex</b> against every other lock (the library&#x27;s mutex)" in table
+    rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num faster\">(\d+)</td>"
+                      r"<td class=num>(\d+)</td><td class=\"num slower\">(\d+)</td>", table)
+    assert [r[0] for r in rows] == ["futex3", "glibc_normal"]
+    assert all(int(a) + int(b) + int(c) == 12 and int(c) == 0 for _, a, b, c in rows)
+    # a file without lk_mutex: the first lock that is not the baseline, and why
+    unknown = head[head.index("unknown.json"):head.index("single.json")]
+    assert "<b>rw_a</b> against every other lock (lk_mutex is not in this file: the first lock " \
+        "listed that is not the baseline)" in unknown
+    # one lock only
+    assert "one lock only: nothing to compare" in head[head.index("lockref.json"):]
+
+
+def test_headline_lists_the_cells_the_focus_loses(tmp_path, strict):
+    d = mutex_results(repeats=5)
+    for c in d["cells"]:  # futex3 at three times lk_mutex's throughput where threads = 2
+        if c["params"]["threads"] == 2:
+            st = c["stats"]["futex3"]
+            st["values"] = [v * 3 for v in c["stats"]["lk_mutex"]["values"]]
+    page = Path(report.write_report([_write(tmp_path, "m.json", d)],
+                                    tmp_path / "out")).read_text()
+    row = re.search(r"<tr><td>futex3</td>.*?</tr>", page).group(0)
+    assert '<td class="num slower">3</td>' in row
+    lost = re.findall(r"threads=2, load=(\d+) \(0\.33x \[[0-9.]+, [0-9.]+\]\)", row)
+    assert lost == ["0", "10", "100"]
+
+
+def test_demo_claims_on_top(tmp_path, strict):
+    d = mutex_results()
+    d["headline"] = {"title": "Headline: lk_mutex vs glibc_normal", "claims": [
+        {"text": "10 threads, load 1: lk_mutex 1.90x [1.60, 2.40] glibc_normal, no overlap: "
+                 "faster", "verdict": "faster", "busy": False},
+        {"text": "2 threads, load 0: lk_mutex 0.83x [0.69, 1.29] glibc_normal, ranges overlap: "
+                 "no verdict (machine busy during 3 of 10 runs)", "verdict": "busy", "busy": True}],
+        "busy_note": "The machine was busy during 3 of 60 runs"}
+    page = Path(report.write_report([_write(tmp_path, "m.json", d)],
+                                    tmp_path / "out")).read_text()
+    first = page.index("<h2 id=headline>")
+    assert page.index("<ul class=claims>") > first
+    assert page.index("<ul class=claims>") < page.index("<table class=headline>")
+    assert '<li class="claim faster">10 threads, load 1: lk_mutex 1.90x [1.60, 2.40] ' \
+        "glibc_normal, no overlap: faster</li>" in page
+    assert '<li class="claim busy">2 threads, load 0:' in page
+    assert "<p class=busy>The machine was busy during 3 of 60 runs</p>" in page
+
+
+def test_heatmap_marks_flags_and_busy_cells(tmp_path, strict, monkeypatch):
+    """The heatmap's squares: ratio to the cell's best, * / = marks, ! for flagged runs, grey for
+    no runs; rows of busy cells say so.  The flagged zero median is not drawn in the line plot."""
+    texts = {}
+    real_save = report.Figures.save
+
+    def save(self, fig, slug):
+        texts[slug] = [t.get_text() for ax in fig.axes for t in ax.texts] + \
+            [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+        texts[slug + ":lines"] = [(c.get_label(), list(c.lines[0].get_xdata()),
+                                   c.lines[0].get_linewidth(), c.lines[0].get_alpha())
+                                  for ax in fig.axes for c in ax.containers
+                                  if hasattr(c, "lines") and c.lines[0] is not None]
+        texts[slug + ":yscale"] = [ax.get_yscale() for ax in fig.axes]
+        return real_save(self, fig, slug)
+    monkeypatch.setattr(report.Figures, "save", save)
+    page = Path(report.write_report([_write(tmp_path, "z.json", zero_ops_results())],
+                                    tmp_path / "out", focus="futex3")).read_text()
+    heat = texts["mutex-heatmap"]
+    assert sum(1 for t in heat if t.endswith("*")) == 12  # one winner per cell
+    assert heat.count("0!") == 3  # futex3's zero runs at 256 threads, flagged
+    assert sum(1 for t in heat if t.startswith("threads=256") and t.endswith("(busy: 2 runs)")) == 3
+    # the line plot leaves the zero medians out and says so; futex3 (--focus) is bold
+    lines = texts["mutex-throughput-vs-threads:lines"]
+    fx = [ln for ln in lines if ln[0] == "futex3"]
+    assert fx and all(3 not in ln[1] for ln in fx)  # x index 3 = 256 threads
+    assert all(ln[2] == 3.0 for ln in fx)
+    assert all(ln[3] < 1 for ln in lines if ln[0] == "lk_mutex")
+    assert "not drawn, their runs did zero operations: futex3 at threads=256, load=0" in page
+    # CPU per op on a log scale, fairness linear
+    assert texts["mutex-fairness-cpu:yscale"].count("log") == 3
+    # the table flags the runs and marks the busy cells
+    assert page.count("<td class=flag>5 of 5 runs did zero operations</td>") == 0
+    assert page.count("<td class=flag>3 of 3 runs did zero operations</td>") == 3
+    assert page.count("<span class=busy>busy machine: 2 of 9 runs</span>") == 3
+    assert "<b>futex3</b> against every other lock (--focus)" in page
+
+
+def test_focus_not_in_file(tmp_path, strict):
+    page = Path(report.write_report([_write(tmp_path, "m.json", mutex_results())],
+                                    tmp_path / "out", focus="nosuch")).read_text()
+    assert "<b>lk_mutex</b> against every other lock (--focus nosuch is not in this file)" in page
+
+
+def test_summary_md_is_included(tmp_path, strict, run_cli):
+    d = tmp_path / "suite"
+    d.mkdir()
+    files = [_write(d, "m.json", mutex_results()), _write(d, "u.json", unknown_results())]
+    (d / "summary.md").write_text(
+        "# locklab suite\n\nMachine: `AMD` with **2** CPUs, see [docs](x.md).\n\n"
+        "## seed004-mutex\n\n| cell | winner |\n|---|---|\n| threads=1 | <lk_mutex> |\n\n"
+        "- one\n- two\n  continued\n")
+    rc, out, err = run_cli("report", *files, "-o", tmp_path / "r")
+    assert rc == 0, err
+    page = (tmp_path / "r" / "index.html").read_text()
+    summ = page[page.index("<h2 id=summary>"):]
+    assert "<h3>locklab suite</h3>" in summ and "<h4>seed004-mutex</h4>" in summ
+    assert "<p>Machine: <code>AMD</code> with <b>2</b> CPUs, see docs.</p>" in summ
+    assert "<tr><th>cell</th><th>winner</th></tr><tr><td>threads=1</td><td>&lt;lk_mutex&gt;" \
+        "</td></tr>" in summ
+    assert "<ul><li>one</li><li>two continued</li></ul>" in summ
+    assert '<a href="#summary">summary.md</a>' in page
+    # files from different directories: no summary unless given
+    other = _write(tmp_path, "o.json", single_cell_results())
+    rc, out, err = run_cli("report", files[0], other, "-o", tmp_path / "r2")
+    assert "id=summary" not in (tmp_path / "r2" / "index.html").read_text()
+    rc, out, err = run_cli("report", other, "--summary", tmp_path / "nope.md", "-o", tmp_path / "r3")
+    assert rc == 2 and err == f"locklab: {tmp_path / 'nope.md'}: cannot read: No such file or " \
+        "directory\n"
+
+
+def test_committed_results_validate():
+    """Every results file in docs/results (the suite record) satisfies the published schema."""
+    from locklab import results
+    root = PYDIR.parent / "docs" / "results"
+    files = sorted(root.rglob("*.json"))
+    assert files
+    for f in files:
+        results.load(f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,13 +504,22 @@ BAD = [
     ("empty.json", b"", "empty file"),
     ("binary.json", b"\xff\xfe\x00garbage", "not UTF-8"),
     ("array.json", b"[1, 2, 3]", "top level is a JSON array"),
-    ("noschema.json", b'{"workload": "mutex"}', "no \"schema\" field"),
+    ("noschema.json", b'{"workload": "mutex"}', "not a locklab results file: no \"schema\" field"),
     ("v2.json", b'{"schema": "locklab-results/2", "workload": "mutex"}',
      "unsupported schema \"locklab-results/2\""),
     ("run.json", b'{"schema": "locklab-run/1", "workload": "mutex"}', "single run record"),
     ("noworkload.json", b'{"schema": "locklab-results/1"}', "\"workload\" is missing"),
-    ("cells.json", b'{"schema": "locklab-results/1", "workload": "m", "cells": {}}',
-     "\"cells\" is a JSON object, expected an array"),
+    ("cells.json", json.dumps(dict(minimal_results(), cells={})).encode(),
+     "malformed results file: at cells: expected an array, got a JSON object"),
+    ("median.json", json.dumps(dict(minimal_results(), cells=[
+        {"params": {}, "stats": {"x": {"values": [1.0], "median": "high"}}}])).encode(),
+     "at cells[0].stats.x.median: expected a number, got the string \"high\""),
+    ("locks.json", json.dumps(dict(minimal_results(), locks=["x", 7])).encode(),
+     "at locks[1]: expected a string, got the number 7"),
+    ("cdf.json", json.dumps(dict(minimal_results(), runs=[
+        {"schema": "locklab-run/1", "workload": "mutex", "params": {}, "result": {
+            "ops_per_sec": 1.0, "elapsed_s": 0.3}}])).encode(),
+     "\"runs[0].result.total_ops\" is missing"),
 ]
 
 
@@ -479,13 +649,31 @@ class DevTools:
         return out
 
 
+def _missing(reason):
+    """Without the browser the report test cannot run: a skip on a developer's machine, a failure
+    under CI (CI is set), where scripts/install-deps must have installed it."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set and {reason}")
+    pytest.skip(reason)
+
+
+def test_missing_browser_fails_under_ci(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set and chromium is missing"):
+        _missing("chromium is missing")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="chromium is missing"):
+        _missing("chromium is missing")
+
+
 @pytest.fixture
 def browser(tmp_path):
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.skip(f"{CHROMIUM} not found: install the Debian package `chromium` "
-                    "(scripts/install-deps does) to run the browser test")
-    pytest.importorskip("websocket", reason="websocket-client not installed "
-                        "(pip install -e '.[test]')")
+        _missing(f"{CHROMIUM} not found: install the Debian package `chromium` "
+                 "(scripts/install-deps does) to run the browser test")
+    import importlib.util
+    if importlib.util.find_spec("websocket") is None:
+        _missing("websocket-client not installed (pip install -e '.[test]')")
     profile = tmp_path / "chromium-profile"
     log = open(tmp_path / "chromium.log", "wb")
     proc = subprocess.Popen(
@@ -539,11 +727,28 @@ def test_report_renders_in_chromium(full_report, browser):
                             () => [i.getAttribute('src'), 0, 0])))
             .then(a => ({title: document.title, h1: document.querySelector('h1').textContent,
                          tables: document.querySelectorAll('table.comparisons').length,
+                         headline: document.querySelectorAll('#headline ~ table.headline').length,
+                         firstH2: document.querySelector('h2').id,
+                         cellheads: document.querySelectorAll('tr.cellhead').length,
+                         summary: !!document.getElementById('summary'),
+                         firstImgs: Array.from(document.querySelectorAll('h2[id^=s]')).map(h => {
+                             let e = h.nextElementSibling;
+                             while (e && e.tagName !== 'FIGURE' && e.tagName !== 'H2')
+                                 e = e.nextElementSibling;
+                             return e && e.tagName === 'FIGURE' ?
+                                 e.querySelector('img').getAttribute('src') : null; }),
                          images: a}))""")
     assert "exceptionDetails" not in res, res
     page = res["result"]["value"]
     assert page["title"] == "locklab report" and page["h1"] == "locklab report"
     assert page["tables"] == len(FILES)
+    # the headline comes first (a focus table for every file with two locks or more), each
+    # section's first figure is its heatmap, the comparison tables are grouped by cell
+    assert page["firstH2"] == "headline" and page["headline"] == len(FILES) - 1
+    firsts = page["firstImgs"]
+    assert len(firsts) == len(FILES)
+    assert ["heatmap" in (f or "") for f in firsts] == [True, False, True, True, True, True]
+    assert page["cellheads"] > len(FILES)
     srcs = [src for src, _, _ in page["images"]]
     assert srcs == expected
     broken = [(src, w, h) for src, w, h in page["images"] if not (w > 0 and h > 0)]

@@ -102,9 +102,10 @@ def test_parse_value_ok():
 
 
 def test_split_list():
-    assert runner.split_list("a, b,,a,c", "--x") == ["a", "b", "c"]
-    with pytest.raises(UsageError):
-        runner.split_list(",,", "--x")
+    assert runner.split_list("a, b,a,c", "--x") == ["a", "b", "c"]
+    for text in (",,", "2,,4", "2,", ",2", "", " "):
+        with pytest.raises(UsageError, match="--x: expected a"):
+            runner.split_list(text, "--x")
 
 
 def test_baseline_without_lock_param():

@@ -82,3 +82,38 @@ def test_every_experiment_plans_against_the_driver(monkeypatch):
         plan = build_plan(wl, algorithms, bench_parser(wl, algorithms).parse_args(
             suite.bench_args(e, locks, quick=False)))
         assert plan.total_runs > 0
+
+
+@needs_driver
+def test_interrupted_suite_resumes(tmp_path, monkeypatch, run_cli):
+    """Ctrl-C in the second experiment: the first stays complete, the second is kept as
+    interrupted, and `suite --resume` keeps the first, finishes the second, and runs nothing
+    twice."""
+    from locklab.driver import Driver
+    monkeypatch.setenv("LOCKLAB_BENCH", DRIVER)
+    real_run = Driver.run
+    calls = []
+
+    def run(self, workload, args):
+        calls.append((workload, tuple(args)))
+        if stop_at and len(calls) == stop_at:
+            raise KeyboardInterrupt
+        return real_run(self, workload, args)
+    monkeypatch.setattr(Driver, "run", run)
+    only = "seed002-refcount,seed002-cas-storm"
+    stop_at = 6 + 3  # refcount: 3 locks x 2 repeats; then the third cas-storm run
+    rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", only, "--out", tmp_path)
+    assert rc == 130
+    assert err.strip().endswith(f"continue with: locklab suite --out {tmp_path} --resume")
+    assert json.loads((tmp_path / "seed002-refcount.json").read_text())["status"] == "complete"
+    cas = json.loads((tmp_path / "seed002-cas-storm.json").read_text())
+    assert cas["status"] == "interrupted" and len(cas["runs"]) == 2
+    stop_at = None
+    calls.clear()
+    rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", only, "--out", tmp_path,
+                           "--resume")
+    assert rc == 0, err
+    assert "suite: seed002-refcount: kept, complete in" in out
+    cas = json.loads((tmp_path / "seed002-cas-storm.json").read_text())
+    assert cas["status"] == "complete" and len(cas["runs"]) == 3 * 2
+    assert len(calls) == 3 * 2 - 2 and all(w == "cas-storm" for w, _ in calls)
