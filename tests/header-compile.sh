@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Header test: every public header compiles on its own (nothing it needs is left for the includer to
-# provide), in each language mode a user may pick:
+# provide), then locklab.h and locklab.hpp, in each language mode a user may pick:
 #   C:   -std=c11 -pedantic (no POSIX or GNU feature macros: clockid_t must not need them), -std=gnu11
 #   C++: -std=c++17 -pedantic, -std=c++20 -pedantic (extern "C", no _Atomic in what C++ sees)
 # with -Wall -Wextra -Werror and without -pthread, with the build's compilers and, when installed,
@@ -50,9 +50,22 @@ for comp in "${compilers_c[@]}"; do
 done
 for comp in "${compilers_cxx[@]}"; do
 	for flags in "-std=c++17 -pedantic" "-std=c++20 -pedantic"; do
-		for h in "${headers[@]}" ; do check "$comp" "$flags" "$h" cc; done
+		for h in "${headers[@]}" locklab/locklab.hpp; do check "$comp" "$flags" "$h" cc; done
 	done
 done
+
+# locklab.hpp without exceptions (-fno-exceptions, as some C++ code bases build)
+for comp in "${compilers_cxx[@]}"; do check "$comp" "-std=c++17 -pedantic -fno-exceptions" locklab/locklab.hpp cc; done
+
+# locklab.hpp is C++ only, and says so to a C compiler
+printf '#include <locklab/locklab.hpp>\n' > "$tmp/c.c"
+if "$cc" -std=c11 -I"$inc" -c "$tmp/c.c" -o "$tmp/c.o" 2>"$tmp/err"; then
+	echo "FAIL: locklab.hpp compiled as C" >&2
+	fail=$((fail + 1))
+elif ! grep -q "locklab.hpp is the C++ interface" "$tmp/err"; then
+	echo "FAIL: locklab.hpp in C: expected its #error, got: $(head -n 3 "$tmp/err")" >&2
+	fail=$((fail + 1))
+fi
 
 if [ $fail -ne 0 ]; then
 	echo "header-compile: $fail of $n compilations failed" >&2
