@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install smoke test: `cmake --install` into a temporary prefix, then build a program against the
-# installed headers through pkg-config, once against the shared and once against the static library,
-# and run both. Also checks the shared library exports nothing but lk_* (src/locklab.map).
+# installed headers through pkg-config, against the shared library (run with LD_LIBRARY_PATH, and
+# built with an rpath, run without it) and against the static library, and run each. Also checks the shared library exports nothing but lk_* (src/locklab.map).
 # usage: install-smoke.sh BUILD_DIR C_COMPILER
 set -euo pipefail
 build=$1
@@ -57,6 +57,16 @@ int main(void)
 C
 "$cc" -std=c11 -Wall -Werror "$tmp/use.c" -o "$tmp/use-shared" $(pkg-config --cflags --libs locklab) -pthread
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir locklab) "$tmp/use-shared"
+# or with the library's directory recorded in the program (rpath): no LD_LIBRARY_PATH needed
+libdir=$(pkg-config --variable=libdir locklab)
+"$cc" -std=c11 -Wall -Werror "$tmp/use.c" -o "$tmp/use-rpath" $(pkg-config --cflags --libs locklab) \
+	-Wl,-rpath,"$libdir" -pthread
+if ! env -u LD_LIBRARY_PATH ldd "$tmp/use-rpath" | grep -q "liblocklab.so.* => $tmp/prefix"; then
+	echo "install-smoke: the rpath build does not load liblocklab from $tmp/prefix:" >&2
+	env -u LD_LIBRARY_PATH ldd "$tmp/use-rpath" >&2
+	exit 1
+fi
+env -u LD_LIBRARY_PATH "$tmp/use-rpath"
 "$cc" -std=c11 -Wall -Werror "$tmp/use.c" -o "$tmp/use-static" $(pkg-config --cflags locklab) \
 	"$(pkg-config --variable=libdir locklab)/liblocklab.a" -pthread
 "$tmp/use-static"
