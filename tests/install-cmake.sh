@@ -22,40 +22,7 @@ majmin=${ver%.*}
 echo "install-cmake: $cfg (version $ver)"
 
 mkdir -p "$tmp/app" "$tmp/conly"
-cat > "$tmp/app/use.c" <<'C'
-#include <locklab/locklab.h>
-#include <pthread.h>
-#include <stdio.h>
-
-static lk_mutex_t m = LK_MUTEX_INITIALIZER;
-static long counter;
-
-static void *worker(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < 20000; i++) {
-		lk_mutex_lock(&m);
-		counter++;
-		lk_mutex_unlock(&m);
-	}
-	return NULL;
-}
-
-int main(void)
-{
-	pthread_t t[4];
-	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, worker, NULL);
-	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
-	if (counter != 80000) {
-		fprintf(stderr, "use.c: counter %ld, expected 80000\n", counter);
-		return 1;
-	}
-	printf("C consumer: ok with locklab %s\n", lk_version());
-	return 0;
-}
-C
+cp "$(dirname "$0")/install-use.c" "$tmp/app/use.c"
 cat > "$tmp/app/use.cc" <<'CXX'
 #include <locklab/locklab.hpp>
 #include <locklab/locklab.h>
@@ -141,13 +108,16 @@ for exe in use_c use_c_static use_cxx use_cxx_static; do
 	"$tmp/app-build/$exe"
 done
 # the static programs do not need liblocklab.so at all
+# (ldd's output is captured, not piped into grep -q: with pipefail, grep's early exit fails the pipe)
 for exe in use_c_static use_cxx_static; do
-	if ldd "$tmp/app-build/$exe" | grep -q liblocklab; then
+	deps=$(ldd "$tmp/app-build/$exe")
+	if grep -q liblocklab <<<"$deps"; then
 		echo "install-cmake: $exe (locklab::locklab_static) links liblocklab.so" >&2
 		exit 1
 	fi
 done
-ldd "$tmp/app-build/use_c" | grep -q "$prefix.*liblocklab.so" || {
+deps=$(ldd "$tmp/app-build/use_c")
+grep -q "$prefix.*liblocklab.so" <<<"$deps" || {
 	echo "install-cmake: use_c (locklab::locklab) does not load liblocklab.so from $prefix" >&2
 	exit 1
 }
