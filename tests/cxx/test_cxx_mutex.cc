@@ -114,65 +114,51 @@ static void test_basic()
 // and no two threads are ever inside together (ThreadSanitizer also sees any unordered access).
 static void test_exclusion()
 {
-	const int threads = 4, iters = lkt_sanitized() ? 3000 : 200000;
+	const int threads = 4;
 	locklab::mutex m;
-	long counter = 0;
-	std::atomic<int> inside{0}, overlaps{0};
-	cxxt_gate go;
-	std::vector<std::thread> ts;
+	std::unique_lock<locklab::mutex> held[threads];	// per thread, for the unique_lock paths
 
-	auto critical = [&] {
-		if (inside.fetch_add(1, std::memory_order_relaxed) != 0)
-			overlaps.fetch_add(1, std::memory_order_relaxed);
-		counter++;
-		inside.fetch_sub(1, std::memory_order_relaxed);
-	};
-	for (int t = 0; t < threads; t++)
-		ts.emplace_back([&, t] {
-			go.wait();
-			for (int i = 0; i < iters; i++) {
-				switch ((i + t) % 6) {
-				case 0: {
-					std::lock_guard<locklab::mutex> g(m);
-					critical();
-					break;
+	cxxt_exclusion(
+		"mutex", threads, lkt_sanitized() ? 2000 : 20000, lkt_sanitized() ? 100 : 1000,
+		[&](int t, long i) {
+			bool busy = false;
+			switch ((i + t) % 6) {
+			case 0:
+				m.lock();
+				break;
+			case 1:
+				held[t] = std::unique_lock<locklab::mutex>(m);
+				break;
+			case 2:
+				while (!m.try_lock()) {
+					busy = true;
+					std::this_thread::yield();
 				}
-				case 1: {
-					std::unique_lock<locklab::mutex> lk(m);
-					critical();
-					break;
+				break;
+			case 3:
+				if (!m.try_lock_for(1h))
+					std::abort();
+				break;
+			case 4:
+				if (!m.try_lock_until(system_clock::now() + 1h))
+					std::abort();
+				break;
+			default:
+				held[t] = std::unique_lock<locklab::mutex>(m, std::try_to_lock);
+				if (!held[t].owns_lock()) {
+					busy = true;
+					held[t].lock();
 				}
-				case 2:
-					while (!m.try_lock())
-						std::this_thread::yield();
-					critical();
-					m.unlock();
-					break;
-				case 3:
-					if (!m.try_lock_for(1h))
-						std::abort();
-					critical();
-					m.unlock();
-					break;
-				case 4:
-					if (!m.try_lock_until(system_clock::now() + 1h))
-						std::abort();
-					critical();
-					m.unlock();
-					break;
-				default: {
-					std::scoped_lock g(m);
-					critical();
-					break;
-				}
-				}
+				break;
 			}
+			return busy;
+		},
+		[&](int t, long i) {
+			if ((i + t) % 6 == 1 || (i + t) % 6 == 5)
+				held[t].unlock();
+			else
+				m.unlock();
 		});
-	go.open();
-	for (auto &t : ts)
-		t.join();
-	CHECK_EQ(counter, (long)threads * iters);
-	CHECK_EQ(overlaps.load(), 0);
 }
 
 // A timed attempt on a held mutex fails, and not before its deadline on the clock it was given.
@@ -263,18 +249,14 @@ static void test_scoped_lock_two()
 	const int iters = lkt_sanitized() ? 2000 : 20000;
 	locklab::mutex a, b;
 	long both = 0;
-	cxxt_gate go;
 
-	std::thread t1([&] {
-		go.wait();
-		for (int i = 0; i < iters; i++) {
+	cxxt_two_threads(
+		iters,
+		[&](int) {
 			std::scoped_lock g(a, b);
 			both++;
-		}
-	});
-	std::thread t2([&] {
-		go.wait();
-		for (int i = 0; i < iters; i++) {
+		},
+		[&](int i) {
 			if (i & 1) {
 				std::scoped_lock g(b, a);
 				both++;
@@ -283,11 +265,7 @@ static void test_scoped_lock_two()
 				std::lock_guard<locklab::mutex> gb(b, std::adopt_lock), ga(a, std::adopt_lock);
 				both++;
 			}
-		}
-	});
-	go.open();
-	t1.join();
-	t2.join();
+		});
 	CHECK_EQ(both, 2L * iters);
 	CHECK(a.try_lock() && b.try_lock());
 	a.unlock();

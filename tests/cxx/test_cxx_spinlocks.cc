@@ -65,37 +65,21 @@ static void test_try_lock(const char *name)
 template <class L>
 static void test_exclusion(const char *name)
 {
-	const int threads = 4, iters = lkt_sanitized() ? 3000 : 100000;
 	L l;
-	long counter = 0;
-	std::atomic<int> inside{0}, overlaps{0};
-	cxxt_gate go;
-	std::vector<std::thread> ts;
-
-	for (int t = 0; t < threads; t++)
-		ts.emplace_back([&, t] {
-			go.wait();
-			for (int i = 0; i < iters; i++) {
-				std::unique_lock<L> lk(l, std::defer_lock);
-				if ((i + t) % 3 == 0) {
-					while (!lk.try_lock())
-						std::this_thread::yield();
-				} else {
-					lk.lock();
-				}
-				if (inside.fetch_add(1, std::memory_order_relaxed) != 0)
-					overlaps.fetch_add(1, std::memory_order_relaxed);
-				counter++;
-				inside.fetch_sub(1, std::memory_order_relaxed);
+	cxxt_exclusion(
+		name, 4, lkt_sanitized() ? 1000 : 5000, lkt_sanitized() ? 50 : 200,
+		[&](int t, long i) {
+			if ((i + t) % 2 == 0) {
+				l.lock();
+				return false;
 			}
-		});
-	go.open();
-	for (auto &t : ts)
-		t.join();
-	if (counter != (long)threads * iters || overlaps.load())
-		std::fprintf(stderr, "%s: mutual exclusion broken\n", name);
-	CHECK_EQ(counter, (long)threads * iters);
-	CHECK_EQ(overlaps.load(), 0);
+			if (l.try_lock())
+				return false;
+			l.lock();	// (not a try_lock loop: a ticket lock refuses try_lock while anybody waits)
+			return true;
+		},
+		[&](int, long) { l.unlock(); });
+	CHECK(!c_locked(l));
 }
 
 // Two locks taken in opposite orders by two threads through std::scoped_lock: no deadlock.
@@ -106,25 +90,17 @@ static void test_scoped_pair()
 	A a;
 	B b;
 	long both = 0;
-	cxxt_gate go;
 
-	std::thread t1([&] {
-		go.wait();
-		for (int i = 0; i < iters; i++) {
+	cxxt_two_threads(
+		iters,
+		[&](int) {
 			std::scoped_lock g(a, b);
 			both++;
-		}
-	});
-	std::thread t2([&] {
-		go.wait();
-		for (int i = 0; i < iters; i++) {
+		},
+		[&](int) {
 			std::scoped_lock g(b, a);
 			both++;
-		}
-	});
-	go.open();
-	t1.join();
-	t2.join();
+		});
 	CHECK_EQ(both, 2L * iters);
 	CHECK(!c_locked(a) && !c_locked(b));
 }
