@@ -67,7 +67,7 @@ static void test_exclusion(const char *name)
 {
 	L l;
 	cxxt_exclusion(
-		name, 4, lkt_sanitized() ? 1000 : 5000, lkt_sanitized() ? 50 : 200,
+		name, 4, lkt_sanitized() ? 1000 : 5000, lkt_sanitized() ? 30 : 100,
 		[&](int t, long i) {
 			if ((i + t) % 2 == 0) {
 				l.lock();
