@@ -134,6 +134,14 @@ inline std::chrono::steady_clock::time_point steady_after(const std::chrono::dur
 	return now + ceil<steady_clock::duration>(rel);
 }
 
+// abs - Clock::now(), or zero when abs has passed (abs - now could overflow for abs near min()).
+template <class Clock, class Duration>
+inline auto remaining(const std::chrono::time_point<Clock, Duration> &abs)
+{
+	const auto now = Clock::now();
+	return now < abs ? abs - now : decltype(abs - now)::zero();
+}
+
 template <class Clock>
 constexpr bool is_steady_v = std::is_same_v<Clock, std::chrono::steady_clock>;
 template <class Clock>
@@ -183,13 +191,12 @@ public:
 		} else if constexpr (detail::is_system_v<Clock>) {
 			return timedlock(CLOCK_REALTIME, detail::to_timespec(abs.time_since_epoch()));
 		} else {
-			auto now = Clock::now();
-			do {
-				if (try_lock_until(detail::steady_after(abs - now)))
+			for (;;) {
+				if (try_lock_until(detail::steady_after(detail::remaining(abs))))
 					return true;
-				now = Clock::now();
-			} while (now < abs);
-			return false;
+				if (!(Clock::now() < abs))
+					return false;
+			}
 		}
 	}
 
@@ -249,7 +256,7 @@ public:
 		} else if constexpr (detail::is_system_v<Clock>) {
 			return timedwait(lk, CLOCK_REALTIME, detail::to_timespec(abs.time_since_epoch()));
 		} else {
-			wait_until(lk, detail::steady_after(abs - Clock::now()));
+			wait_until(lk, detail::steady_after(detail::remaining(abs)));
 			return Clock::now() < abs ? std::cv_status::no_timeout : std::cv_status::timeout;
 		}
 	}

@@ -197,6 +197,8 @@ static void test_timeouts()
 	CHECK(cv.wait_until(lk, steady_clock::time_point{}) == std::cv_status::timeout);
 	CHECK(cv.wait_until(lk, system_clock::time_point{} - 1500ms) == std::cv_status::timeout);
 	CHECK(cv.wait_until(lk, cxxt_clock::now() - 1s) == std::cv_status::timeout);
+	CHECK(cv.wait_until(lk, cxxt_clock::time_point::min()) == std::cv_status::timeout);
+	CHECK(cv.wait_until(lk, steady_clock::time_point::min()) == std::cv_status::timeout);
 	CHECK(held_elsewhere(m));
 
 	// predicate forms: false on timeout with the predicate false; true at once when it holds

@@ -196,6 +196,8 @@ static void test_timeouts()
 	CHECK(!m.try_lock_until(system_clock::time_point{} - 1500ms));	// before the epoch: tv_nsec stays in range
 	CHECK(!m.try_lock_until(system_clock::time_point::min()));
 	CHECK(!m.try_lock_until(cxxt_clock::now() - 1s));
+	CHECK(!m.try_lock_until(cxxt_clock::time_point::min()));	// no overflow computing the rest
+	CHECK(!m.try_lock_until(steady_clock::time_point::min()));
 
 	// through std::unique_lock's timed constructors and members
 	std::unique_lock<locklab::mutex> a(m, 10ms);
