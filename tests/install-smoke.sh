@@ -1,63 +1,32 @@
 #!/usr/bin/env bash
-# Install smoke test: `cmake --install` into a temporary prefix, then build a program against the
-# installed headers through pkg-config, once against the shared and once against the static library,
-# and run both. Also checks the shared library exports nothing but lk_* (src/locklab.map).
+# Install smoke test: `cmake --install` into a temporary prefix, then build a program
+# (tests/install-use.c) against the installed headers through pkg-config, against the shared library
+# (run with LD_LIBRARY_PATH, and built with an rpath, run without it) and against the static library,
+# and run each. Also checks the shared library exports nothing but lk_* (src/locklab.map).
 # usage: install-smoke.sh BUILD_DIR C_COMPILER
 set -euo pipefail
 build=$1
 cc=$2
+src=$(dirname "$0")/install-use.c
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 pcdir=$(dirname "$(find "$tmp/prefix" -name locklab.pc | head -n1)")
 export PKG_CONFIG_PATH=$pcdir
-cat > "$tmp/use.c" <<'C'
-#include <locklab/locklab.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <string.h>
-
-static lk_mutex_t m = LK_MUTEX_INITIALIZER;
-static lk_cond_t c = LK_COND_INITIALIZER;
-static int ready, counter;
-
-static void *worker(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < 10000; i++) {
-		lk_mutex_lock(&m);
-		counter++;
-		lk_mutex_unlock(&m);
-	}
-	lk_mutex_lock(&m);
-	ready++;
-	lk_cond_broadcast(&c);
-	lk_mutex_unlock(&m);
-	return NULL;
-}
-
-int main(void)
-{
-	pthread_t t[4];
-	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, worker, NULL);
-	lk_mutex_lock(&m);
-	while (ready < 4)
-		lk_cond_wait(&c, &m);
-	lk_mutex_unlock(&m);
-	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
-	if (counter != 40000) {
-		fprintf(stderr, "install-smoke: counter %d, expected 40000\n", counter);
-		return 1;
-	}
-	printf("install-smoke: ok with locklab %s\n", lk_version());
-	return strcmp(lk_version(), "") == 0;
-}
-C
-"$cc" -std=c11 -Wall -Werror "$tmp/use.c" -o "$tmp/use-shared" $(pkg-config --cflags --libs locklab) -pthread
+"$cc" -std=c11 -Wall -Werror "$src" -o "$tmp/use-shared" $(pkg-config --cflags --libs locklab) -pthread
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir locklab) "$tmp/use-shared"
-"$cc" -std=c11 -Wall -Werror "$tmp/use.c" -o "$tmp/use-static" $(pkg-config --cflags locklab) \
+# or with the library's directory recorded in the program (rpath): no LD_LIBRARY_PATH needed
+libdir=$(pkg-config --variable=libdir locklab)
+"$cc" -std=c11 -Wall -Werror "$src" -o "$tmp/use-rpath" $(pkg-config --cflags --libs locklab) \
+	-Wl,-rpath,"$libdir" -pthread
+deps=$(env -u LD_LIBRARY_PATH ldd "$tmp/use-rpath")	# (not piped into grep -q: pipefail + SIGPIPE)
+if ! grep -q "liblocklab.so.* => $tmp/prefix" <<<"$deps"; then
+	echo "install-smoke: the rpath build does not load liblocklab from $tmp/prefix:" >&2
+	echo "$deps" >&2
+	exit 1
+fi
+env -u LD_LIBRARY_PATH "$tmp/use-rpath"
+"$cc" -std=c11 -Wall -Werror "$src" -o "$tmp/use-static" $(pkg-config --cflags locklab) \
 	"$(pkg-config --variable=libdir locklab)/liblocklab.a" -pthread
 "$tmp/use-static"
 so=$(find "$tmp/prefix" -name 'liblocklab.so.*.*' | head -n1)

@@ -21,8 +21,9 @@
 #ifndef LOCKLAB_COND_H
 #define LOCKLAB_COND_H
 
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdint.h>
+#include <sys/types.h>	/* clockid_t (<time.h> has it only with POSIX feature macros) */
 #include <time.h>
 
 #include "locklab/mutex.h"
@@ -32,7 +33,7 @@ extern "C" {
 #endif
 
 typedef struct lk_cond {
-	_Atomic uintptr_t mutex;	/* the waiters' lk_mutex, 0 = no waiters */
+	LK_ATOMIC(uintptr_t) mutex;	/* the waiters' lk_mutex, 0 = no waiters */
 } lk_cond_t;
 
 /* A statically initialised condvar; equivalent to lk_cond_init(). */

@@ -46,13 +46,17 @@
 #define LOCKLAB_LOCKREF_H
 
 #include <limits.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct lk_lockref {
-	_Atomic uint64_t lock_count;
-	_Atomic uint32_t retry_plus1;	/* 0 = use the global limit, else limit + 1 */
+	LK_ATOMIC(uint64_t) lock_count;
+	LK_ATOMIC(uint32_t) retry_plus1;	/* 0 = use the global limit, else limit + 1 */
 };
 
 #define LK_LOCKREF_INIT(count) { (uint64_t)(uint32_t)(count) << 32, 0 }
@@ -120,4 +124,7 @@ void lk_lockref_stats_reset(void);
 /* Cheap pointer to the calling thread's counters (for per-operation sampling in benchmarks). */
 const struct lk_lockref_stats *lk_lockref_stats_self(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_LOCKREF_H */

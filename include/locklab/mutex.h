@@ -37,8 +37,9 @@
 #define LOCKLAB_MUTEX_H
 
 #include <errno.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdint.h>
+#include <sys/types.h>	/* clockid_t (<time.h> has it only with POSIX feature macros) */
 #include <time.h>
 
 #ifdef __cplusplus
@@ -50,7 +51,7 @@ extern "C" {
 #define LK_MUTEX_SPINNING	0x4u
 
 typedef struct lk_mutex {
-	_Atomic uint32_t word;
+	LK_ATOMIC(uint32_t) word;
 } lk_mutex_t;
 
 /* A statically initialised, unlocked mutex; equivalent to lk_mutex_init(). */

@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>	/* clockid_t (<time.h> has it only with POSIX feature macros) */
 #include <time.h>
 
 #ifdef __cplusplus

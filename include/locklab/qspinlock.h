@@ -48,9 +48,13 @@
 #define LOCKLAB_QSPINLOCK_H
 
 #include <errno.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdbool.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define LK_QSPIN_LOCKED		1u
 #define LK_QSPIN_LOCKED_MASK	0xffu
@@ -63,7 +67,7 @@
 #define LK_QSPIN_MAX_NODES	4
 
 struct lk_qspinlock {
-	_Atomic uint32_t val;
+	LK_ATOMIC(uint32_t) val;
 };
 
 #define LK_QSPINLOCK_INIT { 0 }
@@ -119,4 +123,7 @@ static inline bool lk_qspin_is_locked(struct lk_qspinlock *l)
 	return atomic_load_explicit(&l->val, memory_order_relaxed) & LK_QSPIN_LOCKED_MASK;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_QSPINLOCK_H */

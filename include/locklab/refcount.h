@@ -46,11 +46,15 @@
 #define LOCKLAB_REFCOUNT_H
 
 #include <limits.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdbool.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct lk_refcount {
-	_Atomic int refs;
+	LK_ATOMIC(int) refs;
 };
 
 #define LK_REFCOUNT_INIT(n)	{ (n) }
@@ -221,24 +225,25 @@ static inline void lk_refcount_fast_dec(struct lk_refcount *r)
 /* full: cmpxchg loop, check before store                                                            */
 
 /*
- * One step of a full-variant loop: try old -> new; on success report `ev` (0 = none). Returns true
- * when done, false with `*old` refreshed. `order` is the success order.
+ * One step of a full-variant loop: try old -> want; on success report `ev` (0 = none: an int, because
+ * C++ does not convert 0 to an enum). Returns true when done, false with `*old` refreshed. `order` is
+ * the success order.
  */
-static inline bool lk_refcount_full_try_(struct lk_refcount *r, int *old, int new, memory_order order,
-					 enum lk_refcount_event ev, const char *op)
+static inline bool lk_refcount_full_try_(struct lk_refcount *r, int *old, int want, memory_order order,
+					 int ev, const char *op)
 {
 	/* failure relaxed: the loop recomputes from the fresh value */
-	if (!atomic_compare_exchange_weak_explicit(&r->refs, old, new, order, memory_order_relaxed))
+	if (!atomic_compare_exchange_weak_explicit(&r->refs, old, want, order, memory_order_relaxed))
 		return false;
 	if (__builtin_expect(ev != 0, 0))
-		lk_refcount_report(r, ev, op);
+		lk_refcount_report(r, (enum lk_refcount_event)ev, op);
 	return true;
 }
 
 static inline void lk_refcount_full_add(struct lk_refcount *r, int i)
 {
 	/* relaxed: the cmpxchg validates */
-	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), new;
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), want;
 
 	if (__builtin_expect(i <= 0, 0)) {
 		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
@@ -252,11 +257,11 @@ static inline void lk_refcount_full_add(struct lk_refcount *r, int i)
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
 						  LK_REFCOUNT_ADD_UAF, __func__))
 				return;
-		} else if (__builtin_add_overflow(old, i, &new)) {
+		} else if (__builtin_add_overflow(old, i, &want)) {
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
 						  LK_REFCOUNT_ADD_OVF, __func__))
 				return;
-		} else if (lk_refcount_full_try_(r, &old, new, memory_order_relaxed, 0, __func__)) {
+		} else if (lk_refcount_full_try_(r, &old, want, memory_order_relaxed, 0, __func__)) {
 			return;
 		}
 	}
@@ -270,7 +275,7 @@ static inline void lk_refcount_full_inc(struct lk_refcount *r)
 static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i)
 {
 	/* relaxed: the cmpxchg validates */
-	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), new;
+	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), want;
 
 	if (__builtin_expect(i <= 0, 0)) {
 		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
@@ -282,11 +287,11 @@ static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i)
 		if (old < 0)
 			return true;	/* saturated: a reference is "taken", the count stays pinned */
 		/* relaxed (both): see "Ordering" above */
-		if (__builtin_add_overflow(old, i, &new)) {
+		if (__builtin_add_overflow(old, i, &want)) {
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
 						  LK_REFCOUNT_ADD_NOT_ZERO_OVF, __func__))
 				return true;
-		} else if (lk_refcount_full_try_(r, &old, new, memory_order_relaxed, 0, __func__)) {
+		} else if (lk_refcount_full_try_(r, &old, want, memory_order_relaxed, 0, __func__)) {
 			return true;
 		}
 	}
@@ -385,4 +390,7 @@ static inline void lk_refcount_dec(struct lk_refcount *r) { lk_refcount_fast_dec
 static inline bool lk_refcount_dec_and_test(struct lk_refcount *r) { return lk_refcount_fast_dec_and_test(r); }
 static inline bool lk_refcount_sub_and_test(struct lk_refcount *r, int i) { return lk_refcount_fast_sub_and_test(r, i); }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_REFCOUNT_H */

@@ -44,6 +44,10 @@
 
 #include <sched.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 static inline void lk_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
 #define LK_RELAX_NAME "x86 pause"
@@ -83,4 +87,7 @@ static inline void lk_spin_wait(unsigned *spins)
 	sched_yield();
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_RELAX_H */

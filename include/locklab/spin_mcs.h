@@ -28,18 +28,22 @@
 #define LOCKLAB_SPIN_MCS_H
 
 #include <errno.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct lk_mcs_node {
-	struct lk_mcs_node *_Atomic next;
-	_Atomic uint32_t locked;	/* set to 1 by the predecessor when it hands the lock over */
+	LK_ATOMIC(struct lk_mcs_node *) next;
+	LK_ATOMIC(uint32_t) locked;	/* set to 1 by the predecessor when it hands the lock over */
 } __attribute__((aligned(64)));	/* one line per node: the waiter spins on it alone */
 
 struct lk_spin_mcs {
-	struct lk_mcs_node *_Atomic tail;
+	LK_ATOMIC(struct lk_mcs_node *) tail;
 };
 
 #define LK_SPIN_MCS_INIT { NULL }
@@ -116,4 +120,7 @@ static inline bool lk_spin_mcs_is_locked(struct lk_spin_mcs *l)
 	return atomic_load_explicit(&l->tail, memory_order_relaxed) != NULL;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_SPIN_MCS_H */

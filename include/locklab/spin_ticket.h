@@ -22,13 +22,17 @@
 #define LOCKLAB_SPIN_TICKET_H
 
 #include <errno.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct lk_spin_ticket {
-	_Atomic uint16_t owner;	/* ticket being served; written only by the holder */
-	_Atomic uint16_t next;	/* next ticket to hand out */
+	LK_ATOMIC(uint16_t) owner;	/* ticket being served; written only by the holder */
+	LK_ATOMIC(uint16_t) next;	/* next ticket to hand out */
 };
 
 #define LK_SPIN_TICKET_INIT { 0, 0 }
@@ -93,4 +97,7 @@ static inline bool lk_spin_ticket_is_locked(struct lk_spin_ticket *l)
 	       atomic_load_explicit(&l->next, memory_order_relaxed);
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_SPIN_TICKET_H */

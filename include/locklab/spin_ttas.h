@@ -23,12 +23,16 @@
 #define LOCKLAB_SPIN_TTAS_H
 
 #include <errno.h>
-#include <stdatomic.h>
+#include "locklab/atomic-internal.h"
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct lk_spin_ttas {
-	_Atomic uint32_t locked;
+	LK_ATOMIC(uint32_t) locked;
 };
 
 #define LK_SPIN_TTAS_INIT { 0 }
@@ -85,4 +89,7 @@ static inline bool lk_spin_ttas_is_locked(struct lk_spin_ttas *l)
 	return atomic_load_explicit(&l->locked, memory_order_relaxed) != 0;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* LOCKLAB_SPIN_TTAS_H */
