@@ -25,7 +25,8 @@
  * Two harnesses:
  *   mutex, spinlock   timed: only the window in which all T threads run is counted
  *                     (lab_harness_run); the metric is ops_per_sec.
- *   mutex-batch       fixed work: every thread does --ops critical sections and stops
+ *   mutex-batch       fixed work: every thread does --ops critical sections (or its share of
+ *                     --total-ops, so that the job stays the same across thread counts) and stops
  *                     (lab_batch_run), as a batch job does; the metric is finish_s, the span from the
  *                     first thread's start to the last one's end (lower is better), with each
  *                     thread's own time, the slowest, the spread and Jain's index over per-thread
@@ -442,7 +443,9 @@ static int batch_run(const struct lab_run *r, struct lab_json *out)
 
 	if (err)
 		return err;
-	s->batch_ops = lab_u(r, "ops");
+	uint64_t total = lab_u(r, "total-ops");
+	/* a fixed total splits over the threads, rounded up: every thread does the same share */
+	s->batch_ops = total ? (total + nthreads - 1) / nthreads : lab_u(r, "ops");
 	mutex_references(s, &refs);
 	rc = lab_batch_run(nthreads, timeout, batch_worker, s, lat_cap_for(nthreads), &w);
 	if (rc && rc != ETIMEDOUT)
@@ -502,6 +505,8 @@ static const struct lab_param batch_params[] = {
 	{ "lock", LAB_P_ALG, "lk_mutex", 0, 0, "mutex,spinlock", "the lock to measure", false },
 	{ "threads", LAB_P_UINT, "1", 1, 4096, NULL, "threads, each doing --ops critical sections", true },
 	{ "ops", LAB_P_UINT, "10000", 1, 1e9, NULL, "critical sections per thread (the batch's work)", true },
+	{ "total-ops", LAB_P_UINT, "0", 0, 1e12, NULL,
+	  "the batch's total instead: each thread does ceil(total / threads) (0 = use --ops)", true },
 	WORK_PARAMS,
 	{ "timeout", LAB_P_DOUBLE, "60", 0.01, 3600, NULL,
 	  "seconds after which an unfinished batch is stopped and the run fails", false },
