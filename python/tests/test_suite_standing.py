@@ -71,7 +71,11 @@ def test_standing_reads_each_metric_through_its_direction():
 def test_losses_name_every_cell_where_the_subject_is_neither_first_nor_tied():
     text = "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
     assert "### Where lk_mutex is neither first nor tied" in text
-    assert "3 of 8 (cell, metric) pairs:" in text
+    assert "3 of 8 (cell, metric) pairs." in text
+    # split into the issue's targets (throughput, p99) and what is reported beside them (Jain)
+    targets, beside = text.split("On the issue's targets")[1].split("Reported beside them")
+    assert targets.count("| threads=") == 2 and "Jain" not in targets
+    assert beside.startswith(": 1:") and beside.count("| threads=32 | Jain fairness |") == 1
     loss_rows = [ln for ln in text.splitlines()
                  if ln.startswith("| threads=") and "x [" in ln and ln.count("|") == 8]
     got = {(ln.split(" | ")[0][2:], ln.split(" | ")[1], ln.split(" | ")[2]) for ln in loss_rows}
@@ -107,7 +111,8 @@ def test_batch_losses_use_time_to_finish_lower_is_better():
     text = "\n".join(suite.standing_md(doc, "lk_mutex"))
     assert "| threads=4 | time to finish | glibc_normal | 2.02 | 1.02 | 1.98x [" in text
     assert "| threads=4 | slowest thread | glibc_normal |" in text
-    assert "2 of 5 (cell, metric) pairs:" in text
+    assert "2 of 5 (cell, metric) pairs." in text
+    assert "Reported beside them: 1:" in text  # the slowest thread; time to finish is a target
 
 
 def test_issue11_targets_cpu_at_oversubscription_and_uncontended_pair():
