@@ -7,30 +7,17 @@ the fields' presence, never about how fast anything was.
 """
 import json
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = Path(os.environ.get("LOCKLAB_BENCH") or ROOT / "build" / "locklab-bench")
+from test_driver_args import BENCH, SHORT, bench, run_ok as run_doc
 
 pytestmark = pytest.mark.skipif(not BENCH.is_file() or not os.access(BENCH, os.X_OK),
                                 reason=f"{BENCH} not built")
 
-SHORT = ["--duration", "0.05", "--warmup", "0.01"]
-
-
-def bench(*args, timeout=120):
-    return subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=timeout)
-
 
 def run_ok(*args):
-    p = bench(*args)
-    assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
-    assert len(lines) == 1, "one JSON line"
-    return json.loads(lines[0])["result"]
+    return run_doc(*args)["result"]
 
 
 @pytest.mark.parametrize("args, names", [
