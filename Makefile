@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build test-c test-san test-py test-skips clean
+.PHONY: all demo check setup deps build build-stats test-c test-san test-stats test-py test-skips clean
 
 all: build
 
@@ -29,6 +29,12 @@ setup: deps $(VENV)/.stamp build
 build:
 	cmake -S . -B build $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j $(JOBS)
+
+# The statistics build: the library counts its slow-path events (src/lockstat.h), the lab reports them
+# as "lock_stats" (build-stats/locklab-bench; LOCKLAB_BENCH=$(CURDIR)/build-stats/locklab-bench locklab ...).
+build-stats:
+	cmake -S . -B build-stats $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON >/dev/null
+	cmake --build build-stats -j $(JOBS)
 
 build-%:
 	cmake -S . -B build-$* $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_SANITIZE=$* >/dev/null
@@ -50,6 +56,13 @@ test-san: $(addprefix build-,$(SANITIZERS))
 	     ctest --output-on-failure -j 2 --output-junit ctest-junit.xml) || exit 1; \
 	done
 
+# The statistics build keeps compiling and counting: its counter test and the lab's report of them.
+# Only what the test needs is built here; `make build-stats` builds the whole variant.
+test-stats:
+	cmake -S . -B build-stats $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON >/dev/null
+	cmake --build build-stats -j $(JOBS) --target locklab-bench test_lockstat
+	cd build-stats && ctest --output-on-failure -R '^test_lockstat$$'
+
 test-py: $(VENV)/.stamp build
 	LOCKLAB_BENCH=$(CURDIR)/build/locklab-bench $(VENV)/bin/python -m pytest -q -rs \
 	    --junitxml=$(CURDIR)/build/pytest-junit.xml python/tests
@@ -58,7 +71,7 @@ test-skips:
 	@$(PYTHON) scripts/test-skips build/ctest-junit.xml \
 	    $(foreach s,$(SANITIZERS),build-$(s)/ctest-junit.xml) build/pytest-junit.xml
 
-check: setup test-c test-san test-py
+check: setup test-c test-san test-stats test-py
 	@$(MAKE) --no-print-directory test-skips
 
 clean:

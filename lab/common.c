@@ -7,6 +7,12 @@
  *   STARTING --(all workers checked in)--> RUNNING --(warm-up over; snapshot)--> MEASURING
  *            --(duration over; snapshot)--> STOPPING --(join)
  *
+ * The batch (fixed-work) harness uses the same workers and gate, but opens it straight into
+ * MEASURING and waits on h->finished (a futex word every worker increments when its fn returns):
+ *
+ *   STARTING --(all workers checked in)--> MEASURING --(every fn returned)--> (join)
+ *                                                    --(timeout)--> STOPPING --(join)
+ *
  * Workers check in (h->started), sleep on h->phase until RUNNING, then loop until STOPPING. The harness
  * reads every worker's ops counter at the start and at the end of MEASURING, so the counted window is
  * one in which every worker had started and none had been asked to stop. Counters are single-writer
@@ -233,6 +239,44 @@ void *lab_alloc_aligned(size_t size)
 }
 
 /* ------------------------------------------------------------------------------------------------ */
+/* Busy work                                                                                         */
+
+double lab_busy_ns_per_iter(void)
+{
+	static double cached;
+
+	if (cached > 0)
+		return cached;
+	/*
+	 * Size a trial to about 100 us from a first guess, then keep the best of 21 trials: the minimum
+	 * is the loop without interference, and trials this short are likely to find a stretch in which
+	 * a busy machine's scheduler (or a hypervisor) took nothing away.
+	 */
+	uint64_t n = 1u << 14, t0 = lab_now_ns();
+	lab_busy(n);
+	double guess = (double)(lab_now_ns() - t0) / (double)n;
+	if (guess > 0)
+		n = (uint64_t)(1e5 / guess);
+	if (n < (1u << 14))
+		n = 1u << 14;
+	double best = 1e9;
+	for (int t = 0; t < 21; t++) {
+		t0 = lab_now_ns();
+		lab_busy(n);
+		double ns = (double)(lab_now_ns() - t0) / (double)n;
+		if (ns > 0 && ns < best)
+			best = ns;
+	}
+	cached = best;
+	return cached;
+}
+
+uint64_t lab_busy_iters(double ns)
+{
+	return ns > 0 ? (uint64_t)llround(ns / lab_busy_ns_per_iter()) : 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
 /* Thread harness                                                                                    */
 
 enum { PH_STARTING, PH_RUNNING, PH_MEASURING, PH_STOPPING };
@@ -240,6 +284,7 @@ enum { PH_STARTING, PH_RUNNING, PH_MEASURING, PH_STOPPING };
 struct lab_harness {
 	_Atomic uint32_t phase;
 	_Atomic uint32_t started;
+	_Atomic uint32_t finished;	/* workers whose fn returned (the batch runner waits on it) */
 	void (*fn)(struct lab_ctx *);
 };
 
@@ -288,11 +333,16 @@ static void *harness_thread(void *arg)
 
 	/* release: pairs with the harness's acquire load of `started`; publishes nothing but the check-in */
 	atomic_fetch_add_explicit(&h->started, 1, memory_order_release);
-	/* acquire: pairs with the release store of PH_RUNNING; the workload's shared state, set up before
-	 * the harness started, is visible from here on */
+	/* acquire: pairs with the release store that opens the gate; the workload's shared state, set up
+	 * before the harness started, is visible from here on */
 	while (atomic_load_explicit(&h->phase, memory_order_acquire) == PH_STARTING)
 		lk_futex_wait(&h->phase, PH_STARTING, NULL, CLOCK_MONOTONIC);
+	c->t_start_ns = lab_now_ns();
 	h->fn(c);
+	c->t_end_ns = lab_now_ns();
+	/* release: pairs with the batch runner's acquire load; pthread_join orders the rest anyway */
+	atomic_fetch_add_explicit(&h->finished, 1, memory_order_release);
+	lk_futex_wake(&h->finished, 1);
 	return NULL;
 }
 
@@ -310,50 +360,97 @@ static double tv_s(struct timeval tv)
 	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void (*fn)(struct lab_ctx *),
-		    void *arg, size_t lat_cap, struct lab_window *w)
-{
-	struct lab_harness h = { .fn = fn };
-	pthread_t *tids = calloc(nthreads, sizeof(*tids));
-	struct lab_ctx *ctx = lab_alloc_aligned(sizeof(*ctx) * nthreads);
-	uint64_t *ops0 = calloc(nthreads, sizeof(*ops0));
-	pthread_attr_t attr;
-	unsigned created = 0;
-	int err = 0;
+/* One run of either harness: the workers, checked in and waiting at the gate. */
+struct harness_run {
+	struct lab_harness h;
+	pthread_t *tids;
+	struct lab_ctx *ctx;
+	unsigned nthreads, created;
+	int err;
+};
 
-	memset(w, 0, sizeof(*w));
-	if (!tids || !ops0)
-		return ENOMEM;
-	atomic_init(&h.phase, PH_STARTING);
-	atomic_init(&h.started, 0);
+/* Allocates the contexts, starts the workers and waits until every started one has checked in.
+ * Returns 0, or an errno value (hr->err; the gate must still be opened, with PH_STOPPING). */
+static int harness_start(struct harness_run *hr, unsigned nthreads, void (*fn)(struct lab_ctx *),
+			 void *arg, size_t lat_cap)
+{
+	pthread_attr_t attr;
+
+	memset(hr, 0, sizeof(*hr));
+	hr->h.fn = fn;
+	hr->nthreads = nthreads;
+	hr->tids = calloc(nthreads, sizeof(*hr->tids));
+	hr->ctx = lab_alloc_aligned(sizeof(*hr->ctx) * nthreads);
+	if (!hr->tids)
+		return hr->err = ENOMEM;
+	atomic_init(&hr->h.phase, PH_STARTING);
+	atomic_init(&hr->h.started, 0);
+	atomic_init(&hr->h.finished, 0);
 	for (unsigned i = 0; i < nthreads; i++) {
-		ctx[i].id = i;
-		ctx[i].nthreads = nthreads;
-		ctx[i].arg = arg;
-		ctx[i].h = &h;
-		ctx[i].rng = 0x9E3779B97F4A7C15ull * (i + 1) | 1;
-		atomic_init(&ctx[i].ops, 0);
+		struct lab_ctx *c = &hr->ctx[i];
+
+		c->id = i;
+		c->nthreads = nthreads;
+		c->arg = arg;
+		c->h = &hr->h;
+		c->rng = 0x9E3779B97F4A7C15ull * (i + 1) | 1;
+		atomic_init(&c->ops, 0);
 		if (lat_cap) {
-			ctx[i].lat = calloc(lat_cap, sizeof(uint64_t));
-			ctx[i].lat_cap = ctx[i].lat ? lat_cap : 0;
+			c->lat = calloc(lat_cap, sizeof(uint64_t));
+			c->lat_cap = c->lat ? lat_cap : 0;
 		}
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 1u << 20);
-	for (; created < nthreads; created++) {
-		err = pthread_create(&tids[created], &attr, harness_thread, &ctx[created]);
-		if (err)
+	for (; hr->created < nthreads; hr->created++) {
+		hr->err = pthread_create(&hr->tids[hr->created], &attr, harness_thread, &hr->ctx[hr->created]);
+		if (hr->err)
 			break;
 	}
 	pthread_attr_destroy(&attr);
 	/* acquire: pairs with each worker's release check-in */
-	while (atomic_load_explicit(&h.started, memory_order_acquire) < created)
+	while (atomic_load_explicit(&hr->h.started, memory_order_acquire) < hr->created)
 		usleep(200);
-	/* release: pairs with the workers' acquire load of the phase; they may start */
-	atomic_store_explicit(&h.phase, err ? PH_STOPPING : PH_RUNNING, memory_order_release);
-	lk_futex_wake(&h.phase, INT_MAX);
+	return hr->err;
+}
 
-	if (!err) {
+static void harness_open(struct harness_run *hr, uint32_t phase)
+{
+	/* release: pairs with the workers' acquire load of the phase; they may start */
+	atomic_store_explicit(&hr->h.phase, phase, memory_order_release);
+	lk_futex_wake(&hr->h.phase, INT_MAX);
+}
+
+/* Joins the workers and hands the contexts to the window; on a start failure reports it once and
+ * frees everything. Returns hr->err. */
+static int harness_join(struct harness_run *hr, struct lab_window *w)
+{
+	for (unsigned i = 0; i < hr->created; i++)
+		pthread_join(hr->tids[i], NULL);
+	free(hr->tids);
+	w->ctx = hr->ctx;
+	w->nthreads = hr->nthreads;
+	if (hr->err && hr->err != ETIMEDOUT) {
+		fprintf(stderr, "locklab-bench: --threads: could not start %u threads (started %u): %s\n",
+			hr->nthreads, hr->created, strerror(hr->err));
+		lab_window_free(w);
+	}
+	return hr->err;
+}
+
+int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void (*fn)(struct lab_ctx *),
+		    void *arg, size_t lat_cap, struct lab_window *w)
+{
+	struct harness_run hr;
+	uint64_t *ops0 = calloc(nthreads, sizeof(*ops0));
+
+	memset(w, 0, sizeof(*w));
+	if (!ops0)
+		return ENOMEM;
+	harness_start(&hr, nthreads, fn, arg, lat_cap);
+	harness_open(&hr, hr.err ? PH_STOPPING : PH_RUNNING);
+	if (!hr.err) {
+		struct lab_ctx *ctx = hr.ctx;
 		struct rusage ru0, ru1;
 		uint64_t t0, t1;
 
@@ -363,7 +460,7 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 		for (unsigned i = 0; i < nthreads; i++)	/* relaxed: see the header comment */
 			ops0[i] = atomic_load_explicit(&ctx[i].ops, memory_order_relaxed);
 		/* relaxed: latency sampling only looks at the phase to decide whether to sample */
-		atomic_store_explicit(&h.phase, PH_MEASURING, memory_order_relaxed);
+		atomic_store_explicit(&hr.h.phase, PH_MEASURING, memory_order_relaxed);
 		sleep_until(t0 + (uint64_t)(duration_s * 1e9));
 
 		w->thread_ops = calloc(nthreads, sizeof(uint64_t));
@@ -380,19 +477,64 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 		w->nvcsw = ru1.ru_nvcsw - ru0.ru_nvcsw;
 		w->nivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw;
 		/* relaxed: workers poll for it; pthread_join below orders everything they did */
-		atomic_store_explicit(&h.phase, PH_STOPPING, memory_order_relaxed);
+		atomic_store_explicit(&hr.h.phase, PH_STOPPING, memory_order_relaxed);
 	}
-	for (unsigned i = 0; i < created; i++)
-		pthread_join(tids[i], NULL);
-	free(tids);
 	free(ops0);
-	w->ctx = ctx;
-	w->nthreads = nthreads;
-	if (err) {
-		fprintf(stderr, "locklab-bench: --threads: could not start %u threads (started %u): %s\n",
-			nthreads, created, strerror(err));
-		lab_window_free(w);
+	return harness_join(&hr, w);
+}
+
+int lab_batch_run(unsigned nthreads, double timeout_s, void (*fn)(struct lab_ctx *), void *arg,
+		  size_t lat_cap, struct lab_window *w)
+{
+	struct harness_run hr;
+	struct rusage ru0, ru1;
+
+	memset(w, 0, sizeof(*w));
+	harness_start(&hr, nthreads, fn, arg, lat_cap);
+	if (hr.err) {
+		harness_open(&hr, PH_STOPPING);
+		return harness_join(&hr, w);
 	}
+	getrusage(RUSAGE_SELF, &ru0);
+	/* the gate opens straight into MEASURING: the whole batch is the measurement */
+	uint64_t deadline = lab_now_ns() + (uint64_t)(timeout_s * 1e9);
+	harness_open(&hr, PH_MEASURING);
+	for (;;) {
+		/* acquire: pairs with each worker's release increment after its fn returned */
+		uint32_t done = atomic_load_explicit(&hr.h.finished, memory_order_acquire);
+		uint64_t now = lab_now_ns();
+
+		if (done >= nthreads)
+			break;
+		if (now >= deadline) {
+			hr.err = ETIMEDOUT;
+			/* relaxed: workers poll for it; pthread_join orders everything they did */
+			atomic_store_explicit(&hr.h.phase, PH_STOPPING, memory_order_relaxed);
+			break;
+		}
+		struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000ull),
+				       .tv_nsec = (long)(deadline % 1000000000ull) };
+		lk_futex_wait(&hr.h.finished, done, &ts, CLOCK_MONOTONIC);
+	}
+	int err = hr.err;
+	harness_join(&hr, w);
+	getrusage(RUSAGE_SELF, &ru1);
+	w->cpu_user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
+	w->cpu_sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+	w->nvcsw = ru1.ru_nvcsw - ru0.ru_nvcsw;
+	w->nivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw;
+	w->thread_ops = calloc(nthreads, sizeof(uint64_t));
+	uint64_t first = UINT64_MAX, last = 0;
+	for (unsigned i = 0; i < nthreads; i++) {
+		/* relaxed: single writer, joined */
+		w->thread_ops[i] = atomic_load_explicit(&w->ctx[i].ops, memory_order_relaxed);
+		w->total_ops += w->thread_ops[i];
+		if (w->ctx[i].t_start_ns < first)
+			first = w->ctx[i].t_start_ns;
+		if (w->ctx[i].t_end_ns > last)
+			last = w->ctx[i].t_end_ns;
+	}
+	w->elapsed_s = last > first ? (double)(last - first) / 1e9 : 0;
 	return err;
 }
 
@@ -444,6 +586,61 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void lab_emit_batch(struct lab_json *j, const struct lab_window *w)
+{
+	unsigned n = w->nthreads;
+	double *t = calloc(n ? n : 1, sizeof(double)), sum = 0, sumsq = 0;
+	uint64_t first = UINT64_MAX, last_start = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct lab_ctx *c = &w->ctx[i];
+		t[i] = c->t_end_ns > c->t_start_ns ? (double)(c->t_end_ns - c->t_start_ns) / 1e9 : 0;
+		if (t[i] > 0) {
+			double rate = (double)w->thread_ops[i] / t[i];
+			sum += rate;
+			sumsq += rate * rate;
+		}
+		if (c->t_start_ns < first)
+			first = c->t_start_ns;
+		if (c->t_start_ns > last_start)
+			last_start = c->t_start_ns;
+	}
+	lj_dbl(j, "finish_s", w->elapsed_s);
+	lj_dbl(j, "ops_per_sec", w->elapsed_s > 0 ? (double)w->total_ops / w->elapsed_s : 0);
+	lj_u64(j, "total_ops", w->total_ops);
+	lj_arr_begin(j, "thread_ops");
+	for (unsigned i = 0; i < n; i++)
+		lj_u64(j, NULL, w->thread_ops[i]);
+	lj_arr_end(j);
+	lj_arr_begin(j, "thread_time_s");
+	for (unsigned i = 0; i < n; i++)
+		lj_dbl(j, NULL, t[i]);
+	lj_arr_end(j);
+	qsort(t, n, sizeof(double), cmp_dbl);
+	double slow = n ? t[n - 1] : 0, fast = n ? t[0] : 0;
+	lj_dbl(j, "slowest_thread_s", slow);
+	lj_dbl(j, "median_thread_s", n ? (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2) : 0);
+	lj_dbl(j, "fastest_thread_s", fast);
+	lj_dbl(j, "thread_time_spread", slow > 0 ? (slow - fast) / slow : 0);
+	lj_dbl(j, "start_skew_s", n ? (double)(last_start - first) / 1e9 : 0);
+	/* Jain's index over the per-thread rates: every thread does the same work, so the op counts are
+	 * equal by construction and unfairness shows as some threads getting through much faster */
+	lj_dbl(j, "fairness_jain", sumsq > 0 ? sum * sum / (n * sumsq) : NAN);
+	lj_dbl(j, "cpu_user_s", w->cpu_user_s);
+	lj_dbl(j, "cpu_sys_s", w->cpu_sys_s);
+	lj_dbl(j, "cpu_ns_per_op", w->total_ops ? (w->cpu_user_s + w->cpu_sys_s) * 1e9 / w->total_ops : NAN);
+	lj_i64(j, "nvcsw", w->nvcsw);
+	lj_i64(j, "nivcsw", w->nivcsw);
+	free(t);
 }
 
 uint64_t lab_percentile(const uint64_t *sorted, size_t n, double pct)

@@ -51,6 +51,9 @@ struct lab_lock_ops {
 #define LAB_LOCK_SPINS		0x1u
 /* FIFO-queued waiters (ticket, MCS, queued): a preempted waiter stalls everybody behind it. */
 #define LAB_LOCK_FIFO		0x2u
+/* The lock counts its slow-path events in src/lockstat.h (nonzero only in a statistics build,
+ * cmake -DLOCKLAB_STATS=ON); the mutex workloads report them as "lock_stats". */
+#define LAB_LOCK_STATS		0x4u
 
 struct lab_alg {
 	const char *family;	/* "mutex", "spinlock", ... */
@@ -151,6 +154,35 @@ int lab_bad_arg(const char *arg, const char *what, const char *got);
 uint64_t lab_now_ns(void);			/* CLOCK_MONOTONIC, vDSO: ~20 ns */
 void lab_pause(uint64_t n);			/* n x lk_cpu_relax() */
 double lab_pause_ns(void);			/* calibrated cost of one lk_cpu_relax(), cached */
+
+/*
+ * Calibrated busy work, for work given in nanoseconds (lockhammer's -c/-p): `iters` turns of a
+ * one-cycle loop on a register (no memory traffic, no pause). lab_busy_ns_per_iter() is measured once
+ * per process (best of 21 timed runs of about 100 us each, single-threaded) and cached;
+ * lab_busy_iters(ns) rounds ns to whole turns.
+ *
+ * The loop is written in assembly and 16-byte aligned (as lockhammer's blackhole()): a compiled loop
+ * lands wherever the surrounding code puts it, and one that straddles a fetch boundary runs at two
+ * cycles a turn instead of one (seen: the same C loop calibrated at 0.27 ns a turn in one function
+ * and ran at 0.54 inside the critical section), which would silently double every --cs-ns.
+ */
+static inline void lab_busy(uint64_t iters)
+{
+	if (!iters)
+		return;
+#if defined(__x86_64__)
+	__asm__ __volatile__(".p2align 4\n1:\tsub $1, %0\n\tjne 1b" : "+r"(iters) : : "cc");
+#elif defined(__aarch64__)
+	__asm__ __volatile__(".p2align 4\n1:\tsubs %0, %0, #1\n\tb.ne 1b" : "+r"(iters) : : "cc");
+#else
+	while (iters) {
+		iters--;
+		__asm__ __volatile__("" : "+r"(iters));
+	}
+#endif
+}
+double lab_busy_ns_per_iter(void);
+uint64_t lab_busy_iters(double ns);
 void *lab_alloc_aligned(size_t size);		/* zeroed, LAB_CACHELINE aligned; abort on OOM */
 
 /*
@@ -176,6 +208,7 @@ struct lab_ctx {
 	uint64_t lat_seen;
 	uint64_t rng;			/* per-thread xorshift state, seeded from id */
 	uint64_t user[4];		/* workload's per-thread counters (owner-written, read after join) */
+	uint64_t t_start_ns, t_end_ns;	/* lab_now_ns() as fn(ctx) began and returned (read after join) */
 } __attribute__((aligned(LAB_CACHELINE)));
 
 struct lab_window {
@@ -194,6 +227,22 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 		    void *arg, size_t lat_cap, struct lab_window *w);
 void lab_window_free(struct lab_window *w);
 
+/*
+ * Fixed-work harness (a batch job): starts `nthreads` workers running fn(ctx), opens the gate for all
+ * of them at once and waits until every fn has returned. Workers do their share and return:
+ *
+ *	for (i = 0; i < n && !lab_stopping(ctx); i++) { ...one operation...; lab_op_done(ctx); }
+ *
+ * lab_measuring() is true from the gate on (latency samples cover the whole batch). The window's
+ * elapsed_s is the batch's span, from the first worker's start to the last one's end; thread_ops are
+ * every worker's whole count; ctx[i].t_start_ns/t_end_ns bound each worker's own time. After
+ * `timeout_s` the workers are asked to stop: returns ETIMEDOUT with the (partial) window filled in.
+ * Returns 0, ETIMEDOUT, or an errno value from starting the threads (window freed, as
+ * lab_harness_run).
+ */
+int lab_batch_run(unsigned nthreads, double timeout_s, void (*fn)(struct lab_ctx *), void *arg,
+		  size_t lat_cap, struct lab_window *w);
+
 bool lab_stopping(const struct lab_ctx *c);
 bool lab_measuring(const struct lab_ctx *c);
 static inline void lab_op_done(struct lab_ctx *c)
@@ -208,6 +257,12 @@ uint64_t lab_rand(struct lab_ctx *c);
 /* Window summary fields every threaded workload emits: ops_per_sec, per-thread ops, Jain fairness,
  * min/max share, cpu_ns_per_op, context switches, elapsed_s. */
 void lab_emit_window(struct lab_json *j, const struct lab_window *w);
+/* A batch's fields: finish_s (the span, the batch's metric), ops_per_sec (all operations over the
+ * span), thread_ops, thread_time_s (each worker's own time), slowest/median/fastest_thread_s,
+ * thread_time_spread ((slowest - fastest) / slowest: 0 = every thread finished together),
+ * start_skew_s (last worker's start - first's), fairness_jain over the per-thread rates
+ * (ops / own time), cpu_ns_per_op and context switches as lab_emit_window. */
+void lab_emit_batch(struct lab_json *j, const struct lab_window *w);
 /* Merges every thread's latency samples and emits {"samples":N,"p50_ns":..,"p90_ns":..,"p99_ns":..,
  * "p999_ns":..,"max_ns":..,"cdf":[[ns,fraction],...] (about 100 points)} under `key`. */
 void lab_emit_latency(struct lab_json *j, const char *key, const struct lab_window *w);

@@ -9,12 +9,15 @@
  *	  +-------------+ -------------> +-----------+ ----------------> +-------------+
  *	  | 0 UNLOCKED  |                | 1 LOCKED  |                   | 0 UNLOCKED  |
  *	  +-------------+                +-----------+                   +-------------+
- *	                    waiters: read (shared line) until 0, then xchg; back off 2x after each lost race
+ *	        waiters: back off 1, 2, 4, 8, 16 relaxes, then sched_yield(); look; xchg only on a 0
  *
- * Fast path (inline): one exchange. Slow path (out of line): spin on plain loads so the line stays
- * shared while held, try the exchange only when it reads 0, and after each lost exchange wait a
- * randomised, doubling number of lk_cpu_relax() (capped) so that N waiters do not all hit the line at
- * the release. This is also the "TTAS baseline" of the lab.
+ * Fast path (inline): one exchange. Slow path (out of line): between two looks at the word a waiter
+ * waits a doubling number of lk_cpu_relax() and, once that has reached 16 (31 relaxes in all), calls
+ * sched_yield() before every further look; it tries the exchange only when the word reads 0. So a
+ * waiter leaves the line to the holder instead of pulling it back every few nanoseconds, and on a
+ * machine with more threads than CPUs hands its CPU to the holder (docs/spinlocks.md: this is what
+ * tbb::spin_mutex does, and what the first design did not). This is also the "TTAS baseline" of the
+ * lab.
  *
  * Misuse: lk_spin_ttas_unlock() on a lock that reads unlocked returns EPERM (and changes nothing).
  * Unlocking a lock held by *another* thread cannot be detected (the word has no owner field).
@@ -47,7 +50,7 @@ void lk_spin_ttas_lock_slow(struct lk_spin_ttas *l);
 
 /*
  * Acquires the lock. ACQUIRE: everything the previous holder did before lk_spin_ttas_unlock()
- * happens-before everything after this returns. Never fails; spins (and, after a long wait, yields
+ * happens-before everything after this returns. Never fails; spins (and, after 31 relaxes, yields
  * the CPU) until acquired. Not recursive: locking a lock the caller holds spins forever.
  */
 static inline void lk_spin_ttas_lock(struct lk_spin_ttas *l)

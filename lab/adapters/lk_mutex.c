@@ -105,5 +105,5 @@ const struct lab_lock_ops lab_lk_mutex_ops = {
 	.lock = lkm_lock,
 	.trylock = lkm_trylock,
 	.unlock = lkm_unlock,
-	.flags = 0,
+	.flags = LAB_LOCK_STATS,	/* slow-path events in a statistics build (src/lockstat.h) */
 };

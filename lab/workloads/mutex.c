@@ -1,20 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lab/workloads/mutex.c - the `mutex` and `spinlock` workloads: the seed-004 threads x load matrix.
+ * lab/workloads/mutex.c - the `mutex`, `spinlock` and `mutex-batch` workloads: the seed-004 threads x
+ * load matrix, widened as lockhammer and other projects' lock benchmarks measure (issue 11).
  *
  * T threads loop:
  *
  *	lock(L)                        sampled: every lat-every'th acquisition is timed with lab_now_ns
  *	  v = counter                  a plain (non-atomic) counter that only the lock protects
- *	  `load` x lk_cpu_relax()      the critical section's own work
+ *	  `load` x lk_cpu_relax()      the critical section's own work, in pauses ...
+ *	  lab_busy(cs_iters)           ... and/or in nanoseconds (--cs-ns, calibrated busy loop)
  *	  lines[0..K-1].word = v       K shared cache lines, each written once: the data the lock moves
  *	  counter = v + 1
  *	unlock(L)
- *	`parallel` x lk_cpu_relax()    work done outside the lock
+ *	par_pauses x lk_cpu_relax()    work outside the lock: --parallel pauses + R x --load
+ *	lab_busy(par_iters)            ... and --parallel-ns + R x --cs-ns nanoseconds (R = --parallel-ratio)
  *
- * Only the window in which all T threads run is counted (lab_harness_run). Before the threads start
- * the same run times, single-threaded, the critical-section body alone (cs_ns) and an uncontended
- * lock+unlock pair (uncontended_pair_ns); their sum bounds any lock's throughput from above:
+ * Work given in nanoseconds (lockhammer's -c/-p) is a busy loop calibrated once per process
+ * (lab_busy_ns_per_iter); pauses cost what the CPU says (x86 `pause`: ~10 to ~140 cycles by model), so
+ * the ns form is the one to compare machines with. --parallel-ratio R states the non-critical work as
+ * a multiple of the critical section's (P = 0, L, 10L, 100L is R = 0, 1, 10, 100); it adds to
+ * --parallel/--parallel-ns, so every combination is valid. The run reports the calibration and the
+ * resulting loop counts under "work".
+ *
+ * Two harnesses:
+ *   mutex, spinlock   timed: only the window in which all T threads run is counted
+ *                     (lab_harness_run); the metric is ops_per_sec.
+ *   mutex-batch       fixed work: every thread does --ops critical sections (or its share of
+ *                     --total-ops, so that the job stays the same across thread counts) and stops
+ *                     (lab_batch_run), as a batch job does; the metric is finish_s, the span from the
+ *                     first thread's start to the last one's end (lower is better), with each
+ *                     thread's own time, the slowest, the spread and Jain's index over per-thread
+ *                     rates. A lock that lets some threads through much faster, or whose holder or
+ *                     next waiter gets preempted, finishes the batch later even at equal throughput.
+ *
+ * Before the threads start the same run times, single-threaded, the critical-section body alone
+ * (cs_ns), the outside work alone (parallel_ns) and an uncontended lock+unlock pair
+ * (uncontended_pair_ns); cs_ns + pair bounds any lock's throughput from above:
  *
  *	serial_limit_ops_per_sec = 1e9 / (cs_ns + uncontended_pair_ns)
  *	serial_fraction          = ops_per_sec / serial_limit_ops_per_sec
@@ -29,13 +50,19 @@
  * Mutual exclusion is verified on every run: the counter's read and write are split by the whole
  * critical section, so two threads inside at once lose an update. At the end the counter must equal
  * the sum of every thread's operations (counted by each thread in ctx->user[0], warm-up included);
- * the run emits "exclusion_ok" and fails (exit 1) when it does not.
+ * the run emits "exclusion_ok" and fails (exit 1) when it does not. A batch must also have done
+ * exactly T x ops operations (batch_ok), and fails (exit 1, completed false) at --timeout.
+ *
+ * Slow-path counters: for a lock flagged LAB_LOCK_STATS (lk_mutex) every worker reads its own
+ * src/lockstat.h counters when its loop ends; the run reports their sum and per-operation rates over
+ * the whole run (warm-up included) as "lock_stats", or {"enabled": false} in a normal build.
  *
  * Data layout (struct mutex_shared, one cache-line aligned block):
  *
- *	line 0     read-mostly configuration (ops, lock pointer, load, parallel, K, lat-every, lines)
- *	line 1     counter: written in every critical section, so it travels with the lock
- *	separate   the lock's state block (lab_alloc_aligned(ops->size)) and the K-line array
+ *	lines 0-1  read-only configuration while the threads run (ops, lock, work, lines, lat-every, ...)
+ *	line 2     counter: written in every critical section, so it travels with the lock
+ *	separate   the lock's state block (lab_alloc_aligned(ops->size)), the K-line array, the
+ *	           per-thread counter arrays (each written by its own thread once, read after join)
  *
  * Invariant: counter and lines[] are only accessed by the lock's owner (or single-threaded before the
  * harness starts; pthread_create orders those accesses before the workers').
@@ -45,21 +72,26 @@
 #include <string.h>
 
 #include "lab.h"
+#include "lockstat.h"
 
 struct mutex_line {
 	uint64_t word[LAB_CACHELINE / sizeof(uint64_t)];
 } __attribute__((aligned(LAB_CACHELINE)));
 
 struct mutex_shared {
-	/* line 0: read-only while the threads run */
+	/* lines 0-1: read-only while the threads run */
 	const struct lab_lock_ops *ops;
 	void *lock;
-	uint64_t load;
-	uint64_t parallel;
+	uint64_t load;			/* pauses inside */
+	uint64_t cs_iters;		/* busy-loop turns inside */
+	uint64_t par_pauses;		/* pauses outside */
+	uint64_t par_iters;		/* busy-loop turns outside */
 	uint64_t nlines;
 	uint64_t lat_every;
+	uint64_t batch_ops;		/* mutex-batch: operations per thread */
 	struct mutex_line *lines;
-	/* line 1: protected by the lock */
+	uint64_t *stats;		/* nthreads x LOCKSTAT_NR, or NULL when the lock does not count */
+	/* line 2: protected by the lock */
 	uint64_t counter __attribute__((aligned(LAB_CACHELINE)));
 } __attribute__((aligned(LAB_CACHELINE)));
 
@@ -70,43 +102,85 @@ static inline void mutex_cs(struct mutex_shared *s)
 
 	if (s->load)
 		lab_pause(s->load);
+	lab_busy(s->cs_iters);
 	for (uint64_t k = 0; k < s->nlines; k++)
 		s->lines[k].word[0] = v;
 	s->counter = v + 1;
 }
 
+/* The work outside the lock. */
+static inline void mutex_par(struct mutex_shared *s)
+{
+	if (s->par_pauses)
+		lab_pause(s->par_pauses);
+	lab_busy(s->par_iters);
+}
+
+/* One operation: lock (every lat_every'th acquisition timed while measuring), critical section,
+ * unlock, outside work. *n counts acquisitions since the last timed one. */
+static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, uint64_t *n)
+{
+	const struct lab_lock_ops *ops = s->ops;
+	void *lock = s->lock;
+
+	if (++*n == s->lat_every && lab_measuring(c)) {
+		uint64_t t0 = lab_now_ns();
+
+		ops->lock(lock);
+		lab_lat_sample(c, lab_now_ns() - t0);
+	} else {
+		ops->lock(lock);
+	}
+	if (*n >= s->lat_every)
+		*n = 0;
+	mutex_cs(s);
+	ops->unlock(lock);
+	lab_op_done(c);
+	mutex_par(s);
+}
+
+/* The worker's own slow-path counters, once its loop is over (owner-written, read after join). */
+static void save_stats(struct lab_ctx *c, struct mutex_shared *s)
+{
+	if (s->stats)
+		lockstat_read(&s->stats[(size_t)c->id * LOCKSTAT_NR]);
+}
+
 static void mutex_worker(struct lab_ctx *c)
 {
 	struct mutex_shared *s = c->arg;
-	const struct lab_lock_ops *ops = s->ops;
-	void *lock = s->lock;
-	uint64_t every = s->lat_every, n = 0, done = 0;
+	uint64_t n = 0, done = 0;
 
+	lockstat_reset();
 	while (!lab_stopping(c)) {
-		if (++n == every && lab_measuring(c)) {
-			uint64_t t0 = lab_now_ns();
-
-			ops->lock(lock);
-			lab_lat_sample(c, lab_now_ns() - t0);
-		} else {
-			ops->lock(lock);
-		}
-		if (n >= every)
-			n = 0;
-		mutex_cs(s);
-		ops->unlock(lock);
+		mutex_op(c, s, &n);
 		done++;
-		lab_op_done(c);
-		if (s->parallel)
-			lab_pause(s->parallel);
 	}
 	/* owner-written, read by the run function after pthread_join */
 	c->user[0] = done;
+	save_stats(c, s);
+}
+
+static void batch_worker(struct lab_ctx *c)
+{
+	struct mutex_shared *s = c->arg;
+	uint64_t n = 0, done = 0;
+
+	lockstat_reset();
+	for (; done < s->batch_ops && !lab_stopping(c); done++)
+		mutex_op(c, s, &n);
+	c->user[0] = done;
+	save_stats(c, s);
 }
 
 static void cs_only(struct mutex_shared *s)
 {
 	mutex_cs(s);
+}
+
+static void par_only(struct mutex_shared *s)
+{
+	mutex_par(s);
 }
 
 static void pair_only(struct mutex_shared *s)
@@ -178,15 +252,22 @@ static size_t lat_cap_for(unsigned nthreads)
 	return cap < 512 ? 512 : cap > 32768 ? 32768 : cap;
 }
 
-static int mutex_run(const struct lab_run *r, struct lab_json *out)
+static void mutex_free(struct mutex_shared *s)
+{
+	free(s->stats);
+	free(s->lock);
+	free(s->lines);
+	free(s);
+}
+
+/* Reads the parameters, allocates the shared block and initialises the lock. Returns 0, or an exit
+ * status after printing why. */
+static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 {
 	const struct lab_alg *alg = lab_a(r, "lock");
 	unsigned nthreads = (unsigned)lab_u(r, "threads");
+	uint64_t ratio = lab_u(r, "parallel-ratio");
 	struct mutex_shared *s;
-	struct lab_window w;
-	double cs_ns, pair_ns, floor_ns, limit;
-	uint64_t expected = 0;
-	bool ok;
 	int err;
 
 	/* the driver has checked family and availability; the ops type is this file's business */
@@ -197,86 +278,246 @@ static int mutex_run(const struct lab_run *r, struct lab_json *out)
 	s = lab_alloc_aligned(sizeof(*s));
 	s->ops = alg->ops;
 	s->load = lab_u(r, "load");
-	s->parallel = lab_u(r, "parallel");
+	s->cs_iters = lab_busy_iters((double)lab_u(r, "cs-ns"));
+	s->par_pauses = lab_u(r, "parallel") + ratio * s->load;
+	s->par_iters = lab_busy_iters((double)lab_u(r, "parallel-ns")) + ratio * s->cs_iters;
 	s->nlines = lab_u(r, "lines");
 	s->lat_every = lab_u(r, "lat-every");
 	s->lines = lab_alloc_aligned(s->nlines * sizeof(struct mutex_line));
 	s->lock = lab_alloc_aligned(s->ops->size);
+	if (s->ops->flags & LAB_LOCK_STATS) {
+		s->stats = calloc((size_t)nthreads * LOCKSTAT_NR, sizeof(uint64_t));
+		if (!s->stats) {
+			fprintf(stderr, "locklab-bench: --threads: no memory for %u threads' counters\n", nthreads);
+			mutex_free(s);
+			return 1;
+		}
+	}
 	err = s->ops->init ? s->ops->init(s->lock) : 0;
 	if (err) {
 		fprintf(stderr, "locklab-bench: --lock: %s: init failed: %s\n", alg->name, strerror(err));
-		free(s->lock);
-		free(s->lines);
-		free(s);
+		s->ops = NULL;
+		mutex_free(s);
 		return 1;
 	}
+	*out = s;
+	return 0;
+}
 
-	/* single-threaded references, same lock and same lines as the contended run */
-	cs_ns = time_per_call(cs_only, s);
-	pair_ns = time_per_call(pair_only, s);
-	floor_ns = latency_floor_ns();
+struct mutex_refs {
+	double cs_ns, par_ns, pair_ns, floor_ns;
+};
+
+/* Single-threaded references, same lock and same lines as the contended run. */
+static void mutex_references(struct mutex_shared *s, struct mutex_refs *refs)
+{
+	refs->cs_ns = time_per_call(cs_only, s);
+	refs->par_ns = s->par_pauses || s->par_iters ? time_per_call(par_only, s) : 0;
+	refs->pair_ns = time_per_call(pair_only, s);
+	refs->floor_ns = latency_floor_ns();
 	s->counter = 0;
+}
 
-	err = lab_harness_run(nthreads, lab_d(r, "warmup"), lab_d(r, "duration"), mutex_worker, s,
-			      lat_cap_for(nthreads), &w);
-	if (err) {
-		err = 1;
-		goto out;
+/* "work": how the requested work became loop counts, with the calibration behind them. */
+static void emit_work(struct lab_json *out, const struct mutex_shared *s, const struct lab_run *r)
+{
+	bool busy = s->cs_iters || s->par_iters || lab_u(r, "cs-ns") || lab_u(r, "parallel-ns");
+	double per_iter = busy ? lab_busy_ns_per_iter() : 0;
+
+	lj_obj_begin(out, "work");
+	lj_u64(out, "cs_pauses", s->load);
+	lj_u64(out, "cs_busy_iters", s->cs_iters);
+	lj_u64(out, "parallel_pauses", s->par_pauses);
+	lj_u64(out, "parallel_busy_iters", s->par_iters);
+	lj_u64(out, "parallel_ratio", lab_u(r, "parallel-ratio"));
+	if (busy) {
+		lj_dbl(out, "busy_ns_per_iter", per_iter);
+		lj_dbl(out, "cs_busy_ns", (double)s->cs_iters * per_iter);
+		lj_dbl(out, "parallel_busy_ns", (double)s->par_iters * per_iter);
+		lj_str(out, "busy_calibration", "best of 21 single-threaded runs of about 100 us each, at start-up");
+	} else {
+		lj_null(out, "busy_ns_per_iter");
 	}
-	for (unsigned i = 0; i < nthreads; i++)
-		expected += w.ctx[i].user[0];
-	ok = s->counter == expected;
+	lj_obj_end(out);
+}
 
-	lab_emit_window(out, &w);
-	lab_emit_latency(out, "latency", &w);
-	lj_dbl(out, "latency_floor_ns", floor_ns);
+/* "lock_stats" for a lock that counts (LAB_LOCK_STATS): the sum of every thread's counters. */
+static void emit_lock_stats(struct lab_json *out, const struct mutex_shared *s, unsigned nthreads,
+			    uint64_t ops)
+{
+	if (!s->stats)
+		return;
+	lj_obj_begin(out, "lock_stats");
+	lj_bool(out, "enabled", lockstat_enabled());
+	if (!lockstat_enabled()) {
+		lj_str(out, "build", "not counted: a statistics build counts them (cmake -DLOCKLAB_STATS=ON, "
+				     "make build-stats)");
+		lj_obj_end(out);
+		return;
+	}
+	uint64_t sum[LOCKSTAT_NR] = { 0 };
+	for (unsigned t = 0; t < nthreads; t++)
+		for (unsigned e = 0; e < LOCKSTAT_NR; e++)
+			sum[e] += s->stats[(size_t)t * LOCKSTAT_NR + e];
+	lj_u64(out, "ops", ops);
+	for (unsigned e = 0; e < LOCKSTAT_NR; e++)
+		lj_u64(out, lockstat_names[e], sum[e]);
+	lj_obj_begin(out, "per_op");
+	for (unsigned e = 0; e < LOCKSTAT_NR; e++)
+		lj_dbl(out, lockstat_names[e], ops ? (double)sum[e] / (double)ops : 0);
+	lj_obj_end(out);
+	lj_obj_end(out);
+}
+
+/* The fields both harnesses share, and the mutual-exclusion verdict (true = ok). */
+static bool emit_common(struct lab_json *out, struct mutex_shared *s, const struct lab_run *r,
+			const struct mutex_refs *refs, const struct lab_window *w, uint64_t *expected)
+{
+	double limit = 1e9 / (refs->cs_ns + refs->pair_ns);
+
+	*expected = 0;
+	for (unsigned i = 0; i < w->nthreads; i++)
+		*expected += w->ctx[i].user[0];
+	lab_emit_latency(out, "latency", w);
+	lj_dbl(out, "latency_floor_ns", refs->floor_ns);
 	lj_dbl(out, "pause_ns", lab_pause_ns());
-	lj_dbl(out, "cs_ns", cs_ns);
-	lj_dbl(out, "uncontended_pair_ns", pair_ns);
-	limit = 1e9 / (cs_ns + pair_ns);
+	lj_dbl(out, "cs_ns", refs->cs_ns);
+	lj_dbl(out, "parallel_ns", refs->par_ns);
+	lj_dbl(out, "uncontended_pair_ns", refs->pair_ns);
 	lj_dbl(out, "serial_limit_ops_per_sec", limit);
-	lj_dbl(out, "serial_fraction", w.elapsed_s > 0 ? (double)w.total_ops / w.elapsed_s / limit : 0);
-	lj_bool(out, "exclusion_ok", ok);
+	lj_dbl(out, "serial_fraction", w->elapsed_s > 0 ? (double)w->total_ops / w->elapsed_s / limit : 0);
+	emit_work(out, s, r);
+	emit_lock_stats(out, s, w->nthreads, *expected);
+	lj_bool(out, "exclusion_ok", s->counter == *expected);
 	lj_u64(out, "exclusion_counter", s->counter);
-	lj_u64(out, "exclusion_expected", expected);
-	lab_window_free(&w);
-	if (!ok) {
-		fprintf(stderr,
-			"locklab-bench: %s: mutual exclusion violated: counter %llu after %llu operations\n",
-			alg->name, (unsigned long long)s->counter, (unsigned long long)expected);
-		err = 1;
-	}
-out:
+	lj_u64(out, "exclusion_expected", *expected);
+	return s->counter == *expected;
+}
+
+static int exclusion_failed(const struct mutex_shared *s, const struct lab_run *r, uint64_t expected)
+{
+	fprintf(stderr, "locklab-bench: %s: mutual exclusion violated: counter %llu after %llu operations\n",
+		lab_s(r, "lock"), (unsigned long long)s->counter, (unsigned long long)expected);
+	return 1;
+}
+
+static int mutex_finish(struct mutex_shared *s, int err)
+{
 	if (s->ops->destroy)
 		s->ops->destroy(s->lock);
-	free(s->lock);
-	free(s->lines);
-	free(s);
+	mutex_free(s);
 	return err;
 }
+
+static int mutex_run(const struct lab_run *r, struct lab_json *out)
+{
+	unsigned nthreads = (unsigned)lab_u(r, "threads");
+	struct mutex_shared *s;
+	struct mutex_refs refs;
+	struct lab_window w;
+	uint64_t expected;
+	int err = mutex_setup(r, &s);
+
+	if (err)
+		return err;
+	mutex_references(s, &refs);
+	if (lab_harness_run(nthreads, lab_d(r, "warmup"), lab_d(r, "duration"), mutex_worker, s,
+			    lat_cap_for(nthreads), &w))
+		return mutex_finish(s, 1);
+	lab_emit_window(out, &w);
+	if (!emit_common(out, s, r, &refs, &w, &expected))
+		err = exclusion_failed(s, r, expected);
+	lab_window_free(&w);
+	return mutex_finish(s, err);
+}
+
+static int batch_run(const struct lab_run *r, struct lab_json *out)
+{
+	unsigned nthreads = (unsigned)lab_u(r, "threads");
+	double timeout = lab_d(r, "timeout");
+	struct mutex_shared *s;
+	struct mutex_refs refs;
+	struct lab_window w;
+	uint64_t expected;
+	int err = mutex_setup(r, &s), rc;
+
+	if (err)
+		return err;
+	uint64_t total = lab_u(r, "total-ops");
+	/* a fixed total splits over the threads, rounded up: every thread does the same share */
+	s->batch_ops = total ? (total + nthreads - 1) / nthreads : lab_u(r, "ops");
+	mutex_references(s, &refs);
+	rc = lab_batch_run(nthreads, timeout, batch_worker, s, lat_cap_for(nthreads), &w);
+	if (rc && rc != ETIMEDOUT)
+		return mutex_finish(s, 1);
+	lab_emit_batch(out, &w);
+	lj_u64(out, "ops_per_thread", s->batch_ops);
+	lj_bool(out, "completed", rc == 0);
+	bool ok = emit_common(out, s, r, &refs, &w, &expected);
+	bool all = w.total_ops == (uint64_t)nthreads * s->batch_ops && expected == w.total_ops;
+	lj_bool(out, "batch_ok", all);
+	if (!ok) {
+		err = exclusion_failed(s, r, expected);
+	} else if (rc == ETIMEDOUT) {
+		fprintf(stderr, "locklab-bench: --timeout: %s did not finish the batch within %g s (%llu of "
+				"%llu critical sections done)\n", lab_s(r, "lock"), timeout,
+			(unsigned long long)w.total_ops, (unsigned long long)nthreads * s->batch_ops);
+		err = 1;
+	} else if (!all) {
+		fprintf(stderr, "locklab-bench: %s: batch counted %llu operations, expected %llu\n",
+			lab_s(r, "lock"), (unsigned long long)w.total_ops,
+			(unsigned long long)nthreads * s->batch_ops);
+		err = 1;
+	}
+	lab_window_free(&w);
+	return mutex_finish(s, err);
+}
+
+/* The critical section, the work outside it, and latency sampling: every mutex workload's. */
+#define WORK_PARAMS										\
+	{ "load", LAB_P_UINT, "0", 0, 1000000, NULL,						\
+	  "critical-section work in pause instructions", true },				\
+	{ "cs-ns", LAB_P_UINT, "0", 0, 10000000, NULL,						\
+	  "critical-section work in ns of calibrated busy loop (adds to --load)", true },	\
+	{ "lines", LAB_P_UINT, "0", 0, 1024, NULL,						\
+	  "shared 64-byte cache lines written once per critical section", true },		\
+	{ "parallel", LAB_P_UINT, "0", 0, 10000000, NULL,					\
+	  "work outside the lock per operation, in pause instructions", true },			\
+	{ "parallel-ns", LAB_P_UINT, "0", 0, 100000000, NULL,					\
+	  "work outside the lock per operation, in ns of busy loop (adds to --parallel)", true },	\
+	{ "parallel-ratio", LAB_P_UINT, "0", 0, 1000, NULL,					\
+	  "work outside the lock as R times the critical section's: adds R x --load pauses and "	\
+	  "R x --cs-ns ns (P = 0, L, 10L, 100L is R = 0,1,10,100)", true },			\
+	{ "lat-every", LAB_P_UINT, "16", 1, 1e9, NULL,						\
+	  "time every Nth acquisition (acquisition latency sampling)", false }
 
 #define MUTEX_PARAMS(families, deflock)								\
 	{ "lock", LAB_P_ALG, deflock, 0, 0, families, "the lock to measure", false },		\
 	{ "threads", LAB_P_UINT, "1", 1, 4096, NULL, "threads contending for the lock", true },	\
-	{ "load", LAB_P_UINT, "0", 0, 1000000, NULL,						\
-	  "critical-section length, in pause instructions", true },				\
-	{ "lines", LAB_P_UINT, "0", 0, 1024, NULL,						\
-	  "shared 64-byte cache lines written once per critical section", true },		\
-	{ "parallel", LAB_P_UINT, "0", 0, 10000000, NULL,					\
-	  "pause instructions of work outside the lock per operation", true },			\
+	WORK_PARAMS,										\
 	LAB_PARAM_DURATION,									\
 	LAB_PARAM_WARMUP,									\
-	{ "lat-every", LAB_P_UINT, "16", 1, 1e9, NULL,						\
-	  "time every Nth acquisition (acquisition latency sampling)", false },			\
 	LAB_PARAM_END
 
 static const struct lab_param mutex_params[] = { MUTEX_PARAMS("mutex,spinlock", "lk_mutex") };
 static const struct lab_param spinlock_params[] = { MUTEX_PARAMS("spinlock", "spin_ttas") };
+static const struct lab_param batch_params[] = {
+	{ "lock", LAB_P_ALG, "lk_mutex", 0, 0, "mutex,spinlock", "the lock to measure", false },
+	{ "threads", LAB_P_UINT, "1", 1, 4096, NULL, "threads, each doing --ops critical sections", true },
+	{ "ops", LAB_P_UINT, "10000", 1, 1e9, NULL, "critical sections per thread (the batch's work)", true },
+	{ "total-ops", LAB_P_UINT, "0", 0, 1e12, NULL,
+	  "the batch's total instead: each thread does ceil(total / threads) (0 = use --ops)", true },
+	WORK_PARAMS,
+	{ "timeout", LAB_P_DOUBLE, "60", 0.01, 3600, NULL,
+	  "seconds after which an unfinished batch is stopped and the run fails", false },
+	LAB_PARAM_END,
+};
 
 const struct lab_workload lab_wl_mutex = {
 	.name = "mutex",
-	.help = "T threads: lock, L pauses (+K shared lines written), unlock, P pauses; throughput, "
-		"fairness, acquisition latency, and the single-thread serial limit",
+	.help = "T threads: lock, critical section (pauses/ns, K shared lines), unlock, outside work "
+		"(pauses/ns, or R x the critical section); throughput, fairness, acquisition latency, and "
+		"the single-thread serial limit",
 	.metric = "ops_per_sec",
 	.higher_is_better = true,
 	.params = mutex_params,
@@ -290,4 +531,14 @@ const struct lab_workload lab_wl_spinlock = {
 	.higher_is_better = true,
 	.params = spinlock_params,
 	.run = mutex_run,
+};
+
+const struct lab_workload lab_wl_mutex_batch = {
+	.name = "mutex-batch",
+	.help = "fixed work: T threads each do --ops critical sections of the mutex workload's shape; "
+		"time to finish, each thread's time, slowest thread, spread, fairness, acquisition latency",
+	.metric = "finish_s",
+	.higher_is_better = false,
+	.params = batch_params,
+	.run = batch_run,
 };

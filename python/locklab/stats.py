@@ -9,6 +9,10 @@ those samples into what a reviewer asks for (see the seed documents 001 and 004)
     verdict(...)            faster / slower / tied: tied when the ranges overlap OR p >= ALPHA, otherwise
                             the direction of the median ratio, read through higher_is_better
     winner(stats, hib)      the lock with the best median, and every lock statistically tied with it
+    higher_is_better(m)     the direction of a metric the lab reports, by name (HIGHER_IS_BETTER); a
+                            verdict on any metric reads it from here, so that a time to finish or a
+                            latency is judged "faster" when it is smaller
+    metric_values(rs, m)    a metric's value in each run record's "result" (SECONDARY paths)
 
 The bootstrap uses a fixed seed so that the same inputs always give the same intervals (results files are
 diffable).  Note on small samples: with n = 3 per side the exact Mann-Whitney test cannot go below
@@ -30,7 +34,30 @@ SECONDARY = {
     "cpu_ns_per_op": ("cpu_ns_per_op",),
     "fairness_jain": ("fairness_jain",),
     "p99_ns": ("latency", "p99_ns"),
+    "p999_ns": ("latency", "p999_ns"),
     "serial_fraction": ("serial_fraction",),
+    "slowest_thread_s": ("slowest_thread_s",),
+    "thread_time_spread": ("thread_time_spread",),
+}
+
+# The direction of every metric a verdict may be asked about: True when higher is better.
+HIGHER_IS_BETTER = {
+    "ops_per_sec": True,
+    "serial_fraction": True,
+    "fairness_jain": True,
+    "min_share": True,
+    "cpu_ns_per_op": False,
+    "p50_ns": False,
+    "p90_ns": False,
+    "p99_ns": False,
+    "p999_ns": False,
+    "max_ns": False,
+    "finish_s": False,
+    "slowest_thread_s": False,
+    "median_thread_s": False,
+    "thread_time_spread": False,
+    "start_skew_s": False,
+    "ns_per_op": False,
 }
 
 
@@ -126,14 +153,8 @@ def summarize(values):
 def secondary_medians(results):
     """Median of each SECONDARY field over the run records' "result" objects, where present."""
     out = {}
-    for name, path in SECONDARY.items():
-        vals = []
-        for r in results:
-            v = r
-            for k in path:
-                v = v.get(k) if isinstance(v, dict) else None
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                vals.append(float(v))
+    for name in SECONDARY:
+        vals = metric_values(results, name)
         if vals:
             out[name] = float(np.median(vals))
     return out
@@ -165,6 +186,29 @@ def winner(stats, higher_is_better=True):
             compare_samples(stats[n]["values"], stats[best]["values"], higher_is_better)["verdict"]
             == "tied"]
     return best, tied
+
+
+def higher_is_better(metric):
+    """True when a larger value of `metric` is better; ValueError for a metric of unknown direction
+    (a verdict must never guess which way is better)."""
+    try:
+        return HIGHER_IS_BETTER[metric]
+    except KeyError:
+        raise ValueError(f"no known direction for metric '{metric}'") from None
+
+
+def metric_values(results, metric):
+    """The finite values of `metric` (a SECONDARY name, else a top-level key) in each run record's
+    "result", in order; runs without it are left out."""
+    path = SECONDARY.get(metric, (metric,))
+    out = []
+    for r in results:
+        v = r
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out.append(float(v))
+    return out
 
 
 def pct_delta(cand, base):

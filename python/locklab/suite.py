@@ -23,6 +23,21 @@ to a smoke test of a few seconds (used by the tests). What each experiment repro
   seed000-buckets     the kernel's private hash at autosize vs global vs 256 buckets (PR_FUTEX_HASH)
   seed000-wake        perf bench futex wake: wake-all latency, one at a time and one broadcast
   seed000-requeue     perf bench futex requeue: kernel CMP_REQUEUE vs lk_unpark_requeue
+  issue11-mutex       the wide matrix: every blocking mutex at 1-256 threads, critical sections of
+                      1, 100 and 2000 ns of busy work, and outside work of 0, 1, 10 and 100 times it
+  issue11-batch       the same mutexes as a batch job: 100k critical sections split over the threads;
+                      time to finish, slowest thread, spread
+  issue11-spin        spin_ttas against tbb::spin_mutex and ck_fas at every thread count and load
+
+An experiment with a `subject` (issue 11: lk_mutex, spin_ttas) gets, in the summary, every cell in
+which the subject is neither first nor tied with the winner, on throughput (or time to finish),
+p99 and p99.9 acquisition latency and Jain fairness, each judged with the verdict rule and the
+metric's own direction (stats.HIGHER_IS_BETTER), and the slow-path counters of a statistics build.
+
+Cost on the 2-CPU machine (runs x (window + warm-up + ~0.1 s start-up), from the plan; `locklab
+suite --list` prints the commands): seed experiments ~11 min, issue11-mutex 4320 runs ~26 min,
+issue11-batch 1080 runs ~5 min, issue11-spin 810 runs ~7 min: about 50 minutes in all
+(docs/results/issue11-lab.md).
 """
 
 import datetime as _dt
@@ -30,6 +45,7 @@ import os
 from dataclasses import dataclass, field
 
 from . import runner
+from . import stats as st
 from .tables import fmt_num
 from .errors import UsageError
 
@@ -45,7 +61,13 @@ class Experiment:
     repeat: int = 5
     baseline: str = None
     quick: dict = field(default_factory=dict)  # parameter overrides for --quick
+    subject: str = None  # the lock whose standing in every cell the summary judges (issue 11)
 
+
+# Every blocking mutex: ours, glibc's three kinds, the plain futex mutex and every registered peer.
+BLOCKING = ["lk_mutex", "glibc_normal", "glibc_adaptive", "glibc_pi", "futex3", "+mutex"]
+# At, just above and far above a 2-CPU machine's core count: where spin-or-sleep decisions flip.
+WIDE_THREADS = "1,2,3,4,8,16,32,64,256"
 
 EXPERIMENTS = [
     Experiment("seed004-mutex", "mutex",
@@ -85,6 +107,24 @@ EXPERIMENTS = [
     Experiment("seed000-requeue", "requeue", ["kernel", "lean"],
                {"waiters": "16,64", "nrequeue": "1,0", "rounds": "10"},
                baseline="kernel", quick={"waiters": "4", "rounds": "2"}),
+    # Issue 11's wide matrix. Critical sections in ns (1 ~ empty, 100, 2 us) so that the cells mean
+    # the same on any CPU; the outside work as P = 0, L, 10L, 100L.
+    Experiment("issue11-mutex", "mutex", BLOCKING,
+               {"threads": WIDE_THREADS, "cs-ns": "1,100,2000", "parallel-ratio": "0,1,10,100",
+                "duration": "0.2", "warmup": "0.05"},
+               baseline="glibc_normal", subject="lk_mutex",
+               quick={"threads": "1,3", "cs-ns": "1", "parallel-ratio": "0,10"}),
+    # A batch of fixed total work, so that its time is comparable across thread counts and the
+    # slowest lock (glibc_pi oversubscribed: ~50k ops/s) still finishes in seconds.
+    Experiment("issue11-batch", "mutex-batch", BLOCKING,
+               {"threads": WIDE_THREADS, "total-ops": "100000", "cs-ns": "1,100,2000"},
+               baseline="glibc_normal", subject="lk_mutex",
+               quick={"threads": "1,3", "total-ops": "3000", "cs-ns": "1"}),
+    Experiment("issue11-spin", "spinlock", ["spin_ttas", "tbb_spin_mutex", "ck_fas"],
+               {"threads": WIDE_THREADS, "cs-ns": "1,100,2000", "parallel-ratio": "0,10",
+                "duration": "0.2", "warmup": "0.05"},
+               baseline="spin_ttas", subject="spin_ttas",
+               quick={"threads": "1,3", "cs-ns": "1", "parallel-ratio": "0"}),
 ]
 
 QUICK_FIXED = {"duration": "0.02", "warmup": "0", "repeat": 2}
@@ -167,11 +207,14 @@ def _median(xs):
     return None if n == 0 else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
 
 
+def _cell_label(params):
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+
+
 def targets_md(doc):
     """Issue 2's targets for lk_mutex, per cell of a mutex-workload results file (empty otherwise):
     median throughput vs the best glibc mutex and vs futex3 (ratio, CI, verdict), CPU per op vs glibc
     normal, the fraction of the serial limit reached, and the uncontended lock+unlock cost."""
-    from . import stats as st
     if doc.get("workload") != "mutex" or "lk_mutex" not in doc.get("locks", []):
         return []
     lines = ["### lk_mutex against the foundation issue's targets", "",
@@ -179,8 +222,8 @@ def targets_md(doc):
              "(faster/slower only when ranges do not overlap and p < 0.05). CPU/op is process "
              "user+sys per operation over the window; serial fraction is ops/s over "
              "1e9/(critical section + uncontended pair).", "",
-             "| threads | load | vs best glibc | vs futex3 | CPU/op lk vs glibc_normal (ns) | "
-             "serial fraction lk / glibc_normal |", "|---:|---:|---|---|---|---|"]
+             "| cell | vs best glibc | vs futex3 | CPU/op lk vs glibc_normal (ns) | "
+             "serial fraction lk / glibc_normal |", "|---|---|---|---|---|"]
 
     def vs(cell, other):
         stt = cell["stats"]
@@ -192,8 +235,6 @@ def targets_md(doc):
 
     pair = {}
     for cell in doc["cells"]:
-        params = dict(doc.get("fixed", {}))
-        params.update(cell["params"])
         stt = cell["stats"]
         glibc = [n for n in ("glibc_normal", "glibc_adaptive") if n in stt]
         best = max(glibc, key=lambda n: stt[n]["median"]) if glibc else None
@@ -204,7 +245,7 @@ def targets_md(doc):
         cpu = (f"{cpu_lk:.0f} vs {cpu_gn:.0f} ({cpu_lk / cpu_gn:.2f}x)"
                if cpu_lk and cpu_gn else "-")
         sf = f"{sf_lk:.2f} / {sf_gn:.2f}" if sf_lk is not None and sf_gn is not None else "-"
-        lines.append(f"| {params.get('threads')} | {params.get('load')} | "
+        lines.append(f"| {_cell_label(cell['params'])} | "
                      f"{vs(cell, best) if best else '-'} | {vs(cell, 'futex3')} | {cpu} | {sf} |")
         for lock in doc["locks"]:
             pair.setdefault(lock, []).extend(_runs_by(doc, lock, cell["params"],
@@ -215,10 +256,217 @@ def targets_md(doc):
     return lines
 
 
+# ---- issue 11: the subject's standing in every cell, on every judged metric -------------------------
+
+# What the summary judges per cell for an experiment's subject: the workload's throughput or time,
+# acquisition latency and fairness. Each metric's direction comes from stats.HIGHER_IS_BETTER.
+JUDGED = {
+    "mutex": ["ops_per_sec", "p99_ns", "p999_ns", "fairness_jain"],
+    "spinlock": ["ops_per_sec", "p99_ns", "p999_ns", "fairness_jain"],
+    "mutex-batch": ["finish_s", "slowest_thread_s", "p99_ns", "p999_ns", "fairness_jain"],
+}
+# The metrics issue 11 sets targets on (first or tied in every cell); the others are reported beside.
+TARGETED = {"ops_per_sec", "finish_s", "p99_ns"}
+LABEL = {"ops_per_sec": "throughput", "p99_ns": "p99 latency", "p999_ns": "p99.9 latency",
+         "fairness_jain": "Jain fairness", "finish_s": "time to finish",
+         "slowest_thread_s": "slowest thread"}
+
+
+def cell_results(doc, cell):
+    """{lock: [run "result" objects]} of the runs in `cell`."""
+    out = {}
+    for r in doc["runs"]:
+        if any(r["params"].get(k) != v for k, v in cell["params"].items()):
+            continue
+        out.setdefault(r.get("lock"), []).append(r["result"])
+    return out
+
+
+def standing(by_lock, metric, subject):
+    """Where `subject` stands among the locks of one cell on `metric`, or None (it, or every other
+    lock, has no value). Returns {place: first|tied|behind, winner, other, ratio, ratio_ci95, p,
+    subject_median, other_median}: `other` is the winner, or the runner-up when the subject wins, and
+    ratio = median(subject) / median(other) in the metric's own unit. "behind" is the verdict rule
+    (ranges apart and Mann-Whitney p < 0.05) read through the metric's direction."""
+    hib = st.higher_is_better(metric)
+    vals = {lk: st.metric_values(rs, metric) for lk, rs in by_lock.items()}
+    vals = {lk: v for lk, v in vals.items() if v}
+    if subject not in vals or len(vals) < 2:
+        return None
+    sums = {lk: st.summarize(v) for lk, v in vals.items()}
+    win, tied = st.winner(sums, hib)
+    if win == subject:
+        rest = {lk: s for lk, s in sums.items() if lk != subject}
+        other, place = st.winner(rest, hib)[0], "first"
+    else:
+        other, place = win, "tied" if subject in tied else "behind"
+    c = st.compare_samples(vals[subject], vals[other], hib)
+    return {"place": place, "winner": win, "other": other, "ratio": c["ratio"],
+            "ratio_ci95": c["ratio_ci95"], "p": c["mannwhitney_p"],
+            "subject_median": sums[subject]["median"], "other_median": sums[other]["median"]}
+
+
+def _ratio(x):
+    if x is None:
+        return "-"
+    return f"{x:,.0f}x" if abs(x) >= 100 else f"{x:.2f}x"
+
+
+def _ci(ci):
+    return "-" if not ci or None in ci else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _entry(sd):
+    if sd is None:
+        return "-"
+    if sd["place"] == "first":
+        return f"first ({_ratio(sd['ratio'])} {sd['other']})"
+    if sd["place"] == "tied":
+        return f"tied ({_ratio(sd['ratio'])} {sd['other']})"
+    return f"**behind {sd['other']}: {_ratio(sd['ratio'])}** {_ci(sd['ratio_ci95'])}"
+
+
+def standing_md(doc, subject):
+    """The subject's standing per cell on every JUDGED metric, and the list of the cells where it is
+    neither first nor tied (empty when the subject is not in the file)."""
+    metrics = JUDGED.get(doc.get("workload"), [])
+    if not metrics or subject not in doc.get("locks", []):
+        return []
+    losses, table = {True: [], False: []}, []
+    pairs = 0
+    for cell in doc["cells"]:
+        by_lock = cell_results(doc, cell)
+        row = []
+        for m in metrics:
+            sd = standing(by_lock, m, subject)
+            row.append(_entry(sd))
+            if sd is None:
+                continue
+            pairs += 1
+            if sd["place"] == "behind":
+                losses[m in TARGETED].append(
+                              f"| {_cell_label(cell['params'])} | {LABEL.get(m, m)} | {sd['other']} | "
+                              f"{fmt_num(sd['subject_median'])} | {fmt_num(sd['other_median'])} | "
+                              f"{_ratio(sd['ratio'])} {_ci(sd['ratio_ci95'])} | "
+                              f"{sd['p']:.3g} |")
+        table.append(f"| {_cell_label(cell['params'])} | " + " | ".join(row) + " |")
+    dirs = ", ".join(f"{LABEL.get(m, m)} {'higher' if st.higher_is_better(m) else 'lower'}"
+                     for m in metrics)
+    lines = [f"### Where {subject} is neither first nor tied", "",
+             f"Judged per cell on {len(metrics)} metrics ({dirs} is better), each with the verdict "
+             "rule above: behind means the [min, max] ranges do not overlap and Mann-Whitney "
+             f"p < 0.05. The ratio is median({subject}) / median(winner) in the metric's own unit, "
+             "with its 95% bootstrap CI.", ""]
+    nloss = len(losses[True]) + len(losses[False])
+    if nloss:
+        head = [f"| cell | metric | winner | {subject} median | winner median | "
+                f"{subject} / winner (95% CI) | p |", "|---|---|---|---:|---:|---|---:|"]
+        lines += [f"{nloss} of {pairs} (cell, metric) pairs.", ""]
+        for targeted, what in ((True, "On the issue's targets (throughput or time to finish, p99 "
+                                      "latency)"),
+                               (False, "Reported beside them")):
+            n = len(losses[targeted])
+            lines += [f"{what}: {n}" + (":" if n else "."), ""]
+            if n:
+                lines += head + losses[targeted] + [""]
+    else:
+        lines.append(f"None: {subject} is first or tied with the winner in all {pairs} (cell, "
+                     "metric) pairs.")
+    lines += ["", f"### {subject} per cell: " + ", ".join(LABEL.get(m, m) for m in metrics), "",
+              "first (ratio to the runner-up), tied (ratio to the winner), or **behind the winner: "
+              "ratio** [95% CI]; ratios are "
+              f"{subject} / other in the metric's unit.", "",
+              "| cell | " + " | ".join(LABEL.get(m, m) for m in metrics) + " |",
+              "|---|" + "---|" * len(metrics)]
+    return lines + table + [""]
+
+
+def issue11_targets_md(doc, subject="lk_mutex"):
+    """Issue 11's two other targets for the mutex workload: CPU per op at oversubscription within
+    10% of the best blocking peer's, and the uncontended lock+unlock within 1 ns of the fastest."""
+    if doc.get("workload") != "mutex" or subject not in doc.get("locks", []):
+        return []
+    cpus = doc.get("machine", {}).get("online_cpus")
+    over, n = [], 0
+    for cell in doc["cells"]:
+        t = cell["params"].get("threads", doc.get("fixed", {}).get("threads"))
+        if not isinstance(cpus, int) or not isinstance(t, int) or t <= cpus:
+            continue
+        med = {lk: _median(st.metric_values(rs, "cpu_ns_per_op"))
+               for lk, rs in cell_results(doc, cell).items()}
+        med = {lk: v for lk, v in med.items() if v}
+        others = {lk: v for lk, v in med.items() if lk != subject}
+        if subject not in med or not others:
+            continue
+        n += 1
+        best = min(others, key=others.get)
+        if med[subject] > 1.10 * others[best]:
+            over.append(f"{_cell_label(cell['params'])}: {med[subject]:.0f} ns against {best}'s "
+                        f"{others[best]:.0f} ({med[subject] / others[best]:.2f}x)")
+    lines = ["### Issue 11's other targets", "",
+             f"- **CPU per op with more threads than CPUs ({cpus}), at most 1.10x the best blocking "
+             f"peer's** (medians): " + (f"met in all {n} cells." if not over else
+                                        f"not met in {len(over)} of {n} cells:")]
+    lines += [f"  - {o}" for o in over]
+    pair = {lk: _median([v for cell in doc["cells"] for v in st.metric_values(
+        cell_results(doc, cell).get(lk, []), "uncontended_pair_ns")]) for lk in doc["locks"]}
+    pair = {lk: v for lk, v in pair.items() if v is not None}
+    others = {lk: v for lk, v in pair.items() if lk != subject}
+    if subject in pair and others:
+        best = min(others, key=others.get)
+        d = pair[subject] - others[best]
+        lines.append(f"- **Uncontended lock+unlock within 1 ns of the fastest blocking peer** "
+                     f"(median over every run): {subject} {pair[subject]:.1f} ns, fastest peer "
+                     f"{best} {others[best]:.1f} ns: {'met' if d <= 1.0 else 'not met'} "
+                     f"({d:+.1f} ns).")
+    return lines + [""]
+
+
+# Slow-path counters of a statistics build: (column, event per op) and the derived spin success.
+COUNTERS = [("spins/op", "mutex_spin_start"), ("parks/op", "mutex_park"),
+            ("wakes/op", "mutex_wake"), ("handoffs/op", "mutex_handoff"),
+            ("timeouts/op", "mutex_timeout")]
+
+
+def counters_md(doc, subject):
+    """Per cell, the subject's slow-path counters (medians over its runs) beside context switches and
+    CPU per op, when its runs carry an enabled lock_stats (a statistics build); one line otherwise."""
+    if subject not in doc.get("locks", []):
+        return []
+    runs = [r["result"] for r in doc["runs"] if r.get("lock") == subject]
+    if not any("lock_stats" in r for r in runs):
+        return []
+    if not any((r.get("lock_stats") or {}).get("enabled") for r in runs):
+        return [f"Slow-path counters of {subject}: not counted by this build (a statistics build "
+                "counts them: `make build-stats`, then the suite with "
+                "LOCKLAB_BENCH=build-stats/locklab-bench).", ""]
+    lines = [f"### {subject}'s slow-path counters (statistics build, medians per cell)", "",
+             "Per operation over each whole run (warm-up included); spin success = spins that "
+             "ended with the lock / spins started; csw/op = voluntary context switches per "
+             "operation of the window.", "",
+             "| cell | " + " | ".join(c for c, _ in COUNTERS) + " | spin success | csw/op | CPU/op (ns) |",
+             "|---|" + "---:|" * (len(COUNTERS) + 3)]
+    for cell in doc["cells"]:
+        rs = [r for r in cell_results(doc, cell).get(subject, [])
+              if (r.get("lock_stats") or {}).get("enabled")]
+        if not rs:
+            continue
+        per = [_median([r["lock_stats"]["per_op"].get(ev, 0) for r in rs]) for _, ev in COUNTERS]
+        succ = _median([r["lock_stats"]["mutex_spin_success"] / r["lock_stats"]["mutex_spin_start"]
+                        for r in rs if r["lock_stats"].get("mutex_spin_start")])
+        csw = _median([r["nvcsw"] / r["total_ops"] for r in rs if r.get("total_ops")])
+        cpu = _median(st.metric_values(rs, "cpu_ns_per_op"))
+        lines.append(f"| {_cell_label(cell['params'])} | " +
+                     " | ".join(fmt_num(v) for v in per + [succ, csw, cpu]) + " |")
+    return lines + [""]
+
+
 # Per workload, the result fields (besides the metric) whose per-lock medians the summary tabulates:
 # the figures the source documents argue about.
 DETAILS = {
     "spinlock": ["ops_per_sec", "cpu_ns_per_op", "fairness_jain"],
+    "mutex-batch": ["finish_s", "slowest_thread_s", "thread_time_spread", "start_skew_s",
+                    "cpu_ns_per_op"],
     "lockref": ["ops_per_sec", "cas_failures_per_success", "fallback_rate", "cpu_ns_per_op"],
     "cas-storm": ["ops_per_sec", "cas_failures_per_success", "cpu_ns_per_op"],
     "refcount-timing": ["ns_per_op"],
@@ -278,7 +526,14 @@ def summary_md(docs, notes):
             lines.append(f"| {cp} | {win}{' (' + ', '.join(tied) + ')' if tied else ''} | "
                          f"{fmt_num(med)} | {vs} |" if med is not None else f"| {cp} | {win} | - | - |")
         lines.append("")
-        lines += targets_md(doc)
+        if name == "seed004-mutex":
+            lines += targets_md(doc)
+        known = next((e for e in EXPERIMENTS if e.name == name), None)
+        subject = doc.get("subject") or (known.subject if known else None)
+        if subject:
+            lines += standing_md(doc, subject)
+            lines += issue11_targets_md(doc, subject)
+            lines += counters_md(doc, subject)
         lines += details_md(doc)
     return "\n".join(lines)
 
@@ -356,6 +611,8 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print,
                        resume_command=runner.command_line(["suite", "--out", out_dir,
                                                            "--resume"]))
         doc["experiment"] = exp.name
+        if exp.subject:
+            doc["subject"] = exp.subject
         dump(doc, path)
         docs.append((exp.name, doc))
         paths.append(path)

@@ -88,14 +88,16 @@ def test_describe_lists_both_workloads_and_their_params():
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     wls = {w["name"]: w for w in doc["workloads"]}
-    want = {"lock", "threads", "load", "lines", "parallel", "duration", "warmup", "lat-every"}
+    want = {"lock", "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio",
+            "duration", "warmup", "lat-every"}
     for name, families in (("mutex", "mutex,spinlock"), ("spinlock", "spinlock")):
         assert name in wls
         params = {q["name"]: q for q in wls[name]["params"]}
         assert set(params) == want
         assert params["lock"]["type"] == "alg" and params["lock"]["choices"] == families
         assert params["threads"]["min"] == 1 and params["threads"]["max"] == 4096
-        assert {k for k, q in params.items() if q["axis"]} == {"threads", "load", "lines", "parallel"}
+        assert {k for k, q in params.items() if q["axis"]} == {
+            "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio"}
         assert wls[name]["metric"] == "ops_per_sec" and wls[name]["higher_is_better"]
 
 

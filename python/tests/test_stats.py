@@ -120,3 +120,41 @@ def test_bad_samples_rejected():
 def test_pct_delta():
     assert st.pct_delta(1616781, 1394938) == pytest.approx(15.9, abs=0.05)  # seed-001's average
     assert st.pct_delta(1, 0) is None
+
+
+@pytest.mark.parametrize("metric, hib", [
+    ("ops_per_sec", True), ("fairness_jain", True), ("finish_s", False), ("slowest_thread_s", False),
+    ("p99_ns", False), ("p999_ns", False), ("thread_time_spread", False), ("cpu_ns_per_op", False),
+])
+def test_metric_directions(metric, hib):
+    assert st.higher_is_better(metric) is hib
+
+
+def test_unknown_direction_is_an_error_not_a_guess():
+    with pytest.raises(ValueError, match="no known direction for metric 'bogus_metric'"):
+        st.higher_is_better("bogus_metric")
+
+
+def test_direction_aware_verdict_on_times_to_finish():
+    """A batch that finishes in less time is the better one: the verdict must read finish_s through
+    its direction, or a lock twice as slow would be called faster."""
+    quick = [1.00, 1.01, 1.02, 1.03, 1.04]   # seconds to finish
+    slow = [2.00, 2.01, 2.02, 2.03, 2.04]
+    hib = st.higher_is_better("finish_s")
+    c = st.compare_samples(quick, slow, hib)
+    assert c["ratio"] == pytest.approx(1.02 / 2.02) and c["verdict"] == "faster"
+    assert st.compare_samples(slow, quick, hib)["verdict"] == "slower"
+    sums = {"quick": st.summarize(quick), "slow": st.summarize(slow),
+            "close": st.summarize([1.02, 1.05, 1.06, 1.07, 1.08])}  # overlaps quick's range
+    assert st.winner(sums, hib) == ("quick", ["close"])
+    # the same numbers as throughputs: now the larger wins
+    assert st.winner(sums, st.higher_is_better("ops_per_sec")) == ("slow", [])
+
+
+def test_metric_values_follow_secondary_paths():
+    res = [{"latency": {"p999_ns": 900, "p99_ns": 90}, "finish_s": 1.5},
+           {"latency": {"samples": 0}, "finish_s": 2.5},       # no samples: no p99.9
+           {"latency": {"p999_ns": 700}, "finish_s": None}]
+    assert st.metric_values(res, "p999_ns") == [900.0, 700.0]
+    assert st.metric_values(res, "finish_s") == [1.5, 2.5]
+    assert st.metric_values(res, "nothing_here") == []

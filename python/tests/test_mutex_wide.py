@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: MIT
+"""Issue 11's wider mutex workloads through the real locklab-bench: work in ns (calibrated busy loop),
+outside work as a multiple of the critical section, and the fixed-work mode (mutex-batch).
+
+Nothing here is timed pass/fail: the runs are tiny and the assertions are about counts, formulas and
+the fields' presence, never about how fast anything was.
+"""
+import json
+import os
+
+import pytest
+
+from test_driver_args import BENCH, SHORT, bench, run_ok as run_doc
+
+pytestmark = pytest.mark.skipif(not BENCH.is_file() or not os.access(BENCH, os.X_OK),
+                                reason=f"{BENCH} not built")
+
+
+def run_ok(*args):
+    return run_doc(*args)["result"]
+
+
+@pytest.mark.parametrize("args, names", [
+    (["mutex", "--cs-ns", "-1"], "--cs-ns"),
+    (["mutex", "--cs-ns", "10000001"], "--cs-ns"),
+    (["mutex", "--cs-ns", "1.5"], "--cs-ns"),
+    (["mutex", "--parallel-ns", "x"], "--parallel-ns"),
+    (["mutex", "--parallel-ratio", "1001"], "--parallel-ratio"),
+    (["mutex", "--parallel-ratio", "-1"], "--parallel-ratio"),
+    (["spinlock", "--parallel-ratio", "ten"], "--parallel-ratio"),
+    (["mutex-batch", "--ops", "0"], "--ops"),
+    (["mutex-batch", "--ops", "1000000001"], "--ops"),
+    (["mutex-batch", "--total-ops", "-3"], "--total-ops"),
+    (["mutex-batch", "--timeout", "0"], "--timeout"),
+    (["mutex-batch", "--timeout", "inf"], "--timeout"),
+    (["mutex-batch", "--threads", "0"], "--threads"),
+    (["mutex-batch", "--duration", "1"], "--duration"),  # a batch has no window
+    (["mutex-batch", "--lock", "spinlock_that_is_not"], "--lock"),
+])
+def test_bad_values_exit_2_with_one_line(args, names):
+    p = bench(*args)
+    assert p.returncode == 2, (args, p.returncode, p.stderr)
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0] and lines[0].startswith("locklab-bench: "), lines
+
+
+def test_cli_rejects_bad_wide_values_before_running(run_cli, monkeypatch):
+    monkeypatch.setenv("LOCKLAB_BENCH", str(BENCH))
+    rc, _, err = run_cli("bench", "mutex", "--parallel-ratio", "0,1,10,5000", "--repeat", "1")
+    assert rc == 2
+    assert err.strip() == "locklab: --parallel-ratio: expected an integer in [0, 1000], got '5000'"
+    rc, _, err = run_cli("bench", "mutex-batch", "--ops", "0", "--repeat", "1")
+    assert rc == 2 and "--ops" in err
+
+
+def test_work_in_ns_reports_its_calibration():
+    r = run_ok("mutex", "--lock", "futex3", "--threads", "2", "--cs-ns", "200", "--parallel-ns",
+               "300", *SHORT)
+    w = r["work"]
+    per = w["busy_ns_per_iter"]
+    assert per > 0 and "best of" in w["busy_calibration"]
+    # ns are rounded to whole turns of the calibrated loop
+    assert w["cs_busy_iters"] == round(200 / per)
+    assert w["parallel_busy_iters"] == round(300 / per)
+    assert w["cs_busy_ns"] == pytest.approx(w["cs_busy_iters"] * per)
+    assert w["cs_pauses"] == 0 and w["parallel_pauses"] == 0 and w["parallel_ratio"] == 0
+    assert r["parallel_ns"] > 0 and r["exclusion_ok"] is True
+
+
+def test_pause_only_run_skips_the_calibration():
+    r = run_ok("mutex", "--lock", "futex3", "--load", "3", "--parallel", "4", *SHORT)
+    w = r["work"]
+    assert w["busy_ns_per_iter"] is None
+    assert w["cs_pauses"] == 3 and w["parallel_pauses"] == 4
+    assert w["cs_busy_iters"] == 0 and w["parallel_busy_iters"] == 0
+
+
+def test_parallel_ratio_adds_a_multiple_of_the_critical_section():
+    r = run_ok("mutex", "--lock", "futex3", "--load", "5", "--cs-ns", "50", "--parallel", "7",
+               "--parallel-ns", "20", "--parallel-ratio", "10", *SHORT)
+    w = r["work"]
+    per = w["busy_ns_per_iter"]
+    assert w["cs_pauses"] == 5
+    assert w["parallel_pauses"] == 7 + 10 * 5
+    assert w["parallel_busy_iters"] == round(20 / per) + 10 * w["cs_busy_iters"]
+    assert w["parallel_ratio"] == 10
+
+
+def test_batch_one_thread_slowest_is_the_total():
+    r = run_ok("mutex-batch", "--lock", "futex3", "--threads", "1", "--ops", "5000")
+    assert r["completed"] is True and r["batch_ok"] is True
+    assert r["thread_ops"] == [5000] and r["total_ops"] == 5000 and r["ops_per_thread"] == 5000
+    assert r["finish_s"] > 0
+    assert r["slowest_thread_s"] == r["finish_s"] == r["fastest_thread_s"] == r["thread_time_s"][0]
+    assert r["thread_time_spread"] == 0 and r["start_skew_s"] == 0
+    assert r["ops_per_sec"] == pytest.approx(5000 / r["finish_s"])
+    assert r["exclusion_counter"] == 5000
+
+
+@pytest.mark.parametrize("lock", ["lk_mutex", "futex3"])
+def test_batch_counts_exactly_t_times_n(lock):
+    t, n = 5, 3000
+    r = run_ok("mutex-batch", "--lock", lock, "--threads", str(t), "--ops", str(n), "--cs-ns", "20")
+    assert r["completed"] is True and r["batch_ok"] is True and r["exclusion_ok"] is True
+    assert r["thread_ops"] == [n] * t
+    assert sum(r["thread_ops"]) == r["total_ops"] == r["exclusion_counter"] == t * n
+    times = r["thread_time_s"]
+    assert len(times) == t and all(x > 0 for x in times)
+    assert r["slowest_thread_s"] == max(times) and r["fastest_thread_s"] == min(times)
+    assert r["thread_time_spread"] == pytest.approx((max(times) - min(times)) / max(times))
+    # the span runs from the first start to the last end: no thread's own time exceeds it
+    assert r["slowest_thread_s"] <= r["finish_s"]
+    assert 1 / t - 1e-9 <= r["fairness_jain"] <= 1 + 1e-9
+    assert r["latency"]["samples"] > 0
+
+
+def test_batch_total_ops_splits_over_threads():
+    r = run_ok("mutex-batch", "--lock", "futex3", "--threads", "3", "--total-ops", "1000",
+               "--ops", "7")
+    assert r["ops_per_thread"] == 334  # ceil(1000 / 3): --total-ops overrides --ops
+    assert r["thread_ops"] == [334] * 3 and r["batch_ok"] is True
+
+
+def test_batch_timeout_fails_with_the_partial_record():
+    p = bench("mutex-batch", "--lock", "futex3", "--threads", "2", "--ops", "1000000000",
+              "--cs-ns", "1000", "--timeout", "0.1")
+    assert p.returncode == 1
+    assert "--timeout" in p.stderr and "did not finish" in p.stderr
+    r = json.loads(p.stdout)["result"]
+    assert r["completed"] is False and r["batch_ok"] is False
+    # stopped early, but what it did was counted and mutually exclusive
+    assert 0 < r["total_ops"] < 2 * 10**9 and r["exclusion_ok"] is True
+
+
+def test_lock_stats_field_says_what_the_build_counts():
+    r = run_ok("mutex", "--lock", "lk_mutex", "--threads", "2", *SHORT)
+    ls = r["lock_stats"]
+    if ls["enabled"]:
+        assert ls["ops"] == r["exclusion_expected"]
+        assert set(ls["per_op"]) <= set(ls)
+    else:
+        assert "LOCKLAB_STATS" in ls["build"]
+    # a lock that does not count has no such field
+    assert "lock_stats" not in run_ok("mutex", "--lock", "futex3", *SHORT)

@@ -1,0 +1,145 @@
+"""The suite summary's issue-11 sections on synthetic results whose answers are known: where the
+subject is neither first nor tied (per cell and metric, each metric read through its direction),
+the per-cell standing table, the CPU-per-op and uncontended targets, and the slow-path counters."""
+
+import pytest
+
+from locklab import suite
+
+REPEATS = 5
+
+
+def _runs(lock, params, per_repeat):
+    """REPEATS run records of `lock` in the cell `params`; per_repeat(i) gives result i."""
+    return [{"lock": lock, "params": {**params, "lock": lock}, "repeat": i,
+             "result": per_repeat(i)} for i in range(REPEATS)]
+
+
+def mutex_result(ops, p99, p999, jain, cpu=100.0, pair=4.0):
+    return lambda i: {"ops_per_sec": ops + i, "latency": {"p99_ns": p99 + i, "p999_ns": p999 + i},
+                      "fairness_jain": jain + i / 1000, "cpu_ns_per_op": cpu + i,
+                      "uncontended_pair_ns": pair, "total_ops": 1000, "nvcsw": 10}
+
+
+def mutex_doc():
+    cells = [{"threads": 2}, {"threads": 32}]
+    plan = {
+        # lk_mutex first on throughput at 2 threads, but clearly behind glibc on p99 there
+        (2, "lk_mutex"): mutex_result(100, 500, 900, 0.900),
+        (2, "glibc_normal"): mutex_result(80, 300, 902, 0.901),
+        (2, "rust_parking_lot"): mutex_result(99, 400, 901, 0.902),
+        # at 32 threads: behind parking_lot on throughput and Jain, and twice its CPU per op
+        (32, "lk_mutex"): mutex_result(50, 200, 900, 0.50, cpu=200, pair=5.5),
+        (32, "glibc_normal"): mutex_result(20, 201, 901, 0.60, cpu=150),
+        (32, "rust_parking_lot"): mutex_result(80, 202, 902, 0.90, pair=3.5),
+    }
+    runs = []
+    for (t, lock), res in plan.items():
+        runs += _runs(lock, {"threads": t}, res)
+    return {"workload": "mutex", "metric": "ops_per_sec", "higher_is_better": True,
+            "locks": ["lk_mutex", "glibc_normal", "rust_parking_lot"], "baseline": "glibc_normal",
+            "machine": {"online_cpus": 2}, "fixed": {}, "axes": {"threads": [2, 32]},
+            "runs": runs, "cells": [{"params": c, "stats": {}} for c in cells],
+            "command": "locklab bench mutex ...", "subject": "lk_mutex"}
+
+
+def test_standing_reads_each_metric_through_its_direction():
+    doc = mutex_doc()
+    two = suite.cell_results(doc, doc["cells"][0])
+    s = suite.standing(two, "ops_per_sec", "lk_mutex")
+    assert s["place"] == "first" and s["winner"] == "lk_mutex"
+    assert s["other"] == "rust_parking_lot" and s["ratio"] == pytest.approx(102 / 101)
+    # lower is better for latency: lk_mutex's 502 ns p99 loses to glibc's 302
+    s = suite.standing(two, "p99_ns", "lk_mutex")
+    assert s["place"] == "behind" and s["winner"] == "glibc_normal"
+    assert s["ratio"] == pytest.approx(502 / 302) and s["p"] < 0.05
+    lo, hi = s["ratio_ci95"]
+    assert lo <= 502 / 302 <= hi
+    # 900..904 against 901..906: ranges overlap, so tied whatever the medians say
+    s = suite.standing(two, "p999_ns", "lk_mutex")
+    assert s["place"] in ("first", "tied")
+    thirty = suite.cell_results(doc, doc["cells"][1])
+    s = suite.standing(thirty, "ops_per_sec", "lk_mutex")
+    assert s["place"] == "behind" and s["other"] == "rust_parking_lot"
+    assert s["ratio"] == pytest.approx(52 / 82)
+    assert suite.standing(thirty, "ops_per_sec", "no_such_lock") is None
+    assert suite.standing(thirty, "finish_s", "lk_mutex") is None  # no run reports it
+    with pytest.raises(ValueError):
+        suite.standing(thirty, "bogus_metric", "lk_mutex")
+
+
+def test_losses_name_every_cell_where_the_subject_is_neither_first_nor_tied():
+    text = "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
+    assert "### Where lk_mutex is neither first nor tied" in text
+    assert "3 of 8 (cell, metric) pairs." in text
+    # split into the issue's targets (throughput, p99) and what is reported beside them (Jain)
+    targets, beside = text.split("On the issue's targets")[1].split("Reported beside them")
+    assert targets.count("| threads=") == 2 and "Jain" not in targets
+    assert beside.startswith(": 1:") and beside.count("| threads=32 | Jain fairness |") == 1
+    loss_rows = [ln for ln in text.splitlines()
+                 if ln.startswith("| threads=") and "x [" in ln and ln.count("|") == 8]
+    got = {(ln.split(" | ")[0][2:], ln.split(" | ")[1], ln.split(" | ")[2]) for ln in loss_rows}
+    assert got == {("threads=2", "p99 latency", "glibc_normal"),
+                   ("threads=32", "throughput", "rust_parking_lot"),
+                   ("threads=32", "Jain fairness", "rust_parking_lot")}
+    thr = next(ln for ln in loss_rows if "throughput" in ln)
+    assert "0.63x [" in thr  # 52 / 82
+    # the per-cell table carries every metric for every cell
+    assert "| cell | throughput | p99 latency | p99.9 latency | Jain fairness |" in text
+    assert "| threads=2 | first (1.01x rust_parking_lot) | **behind glibc_normal: 1.66x**" in text
+
+
+def test_no_losses_is_said_in_words():
+    doc = mutex_doc()
+    doc["runs"] = [r for r in doc["runs"] if r["params"]["threads"] == 2 and
+                   r["lock"] != "glibc_normal"]
+    doc["cells"] = doc["cells"][:1]
+    for r in doc["runs"]:  # parking_lot's p99 as lk_mutex's: nothing left that lk_mutex loses
+        r["result"]["latency"]["p99_ns"] = 500 + r["repeat"]
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    assert "None: lk_mutex is first or tied with the winner in all 4 (cell, metric) pairs." in text
+
+
+def test_batch_losses_use_time_to_finish_lower_is_better():
+    def res(fin):
+        return lambda i: {"finish_s": fin + i / 100, "slowest_thread_s": fin + i / 100,
+                          "fairness_jain": 1.0, "latency": {"p99_ns": 100, "p999_ns": 200}}
+    runs = (_runs("lk_mutex", {"threads": 4}, res(2.0)) +
+            _runs("glibc_normal", {"threads": 4}, res(1.0)))
+    doc = {"workload": "mutex-batch", "locks": ["lk_mutex", "glibc_normal"], "runs": runs,
+           "cells": [{"params": {"threads": 4}, "stats": {}}]}
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    assert "| threads=4 | time to finish | glibc_normal | 2.02 | 1.02 | 1.98x [" in text
+    assert "| threads=4 | slowest thread | glibc_normal |" in text
+    assert "2 of 5 (cell, metric) pairs." in text
+    assert "Reported beside them: 1:" in text  # the slowest thread; time to finish is a target
+
+
+def test_issue11_targets_cpu_at_oversubscription_and_uncontended_pair():
+    text = "\n".join(suite.issue11_targets_md(mutex_doc(), "lk_mutex"))
+    # only threads=32 is oversubscribed on 2 CPUs; lk_mutex 202 ns against parking_lot's 102
+    assert "not met in 1 of 1 cells:" in text
+    assert "threads=32: 202 ns against rust_parking_lot's 102 (1.98x)" in text
+    # the file's medians: lk_mutex 4.75 (5 runs at 4.0, 5 at 5.5), fastest peer 3.75
+    assert "lk_mutex 4.8 ns, fastest peer rust_parking_lot 3.8 ns: met (+1.0 ns)" in text
+    assert suite.issue11_targets_md({**mutex_doc(), "workload": "spinlock"}, "lk_mutex") == []
+
+
+def test_counters_table_only_with_a_statistics_build():
+    doc = mutex_doc()
+    assert suite.counters_md(doc, "lk_mutex") == []  # no lock_stats at all: nothing to say
+    for r in doc["runs"]:
+        if r["lock"] == "lk_mutex":
+            r["result"]["lock_stats"] = {"enabled": False, "build": "cmake -DLOCKLAB_STATS=ON"}
+    assert "not counted by this build" in "\n".join(suite.counters_md(doc, "lk_mutex"))
+    for r in doc["runs"]:
+        if r["lock"] == "lk_mutex":
+            r["result"]["lock_stats"] = {
+                "enabled": True, "ops": 1000, "mutex_spin_start": 400, "mutex_spin_success": 300,
+                "mutex_park": 100, "mutex_wake": 90, "mutex_handoff": 5, "mutex_timeout": 0,
+                "per_op": {"mutex_spin_start": 0.4, "mutex_spin_success": 0.3,
+                           "mutex_park": 0.1, "mutex_wake": 0.09, "mutex_handoff": 0.005,
+                           "mutex_timeout": 0}}
+    text = "\n".join(suite.counters_md(doc, "lk_mutex"))
+    assert "| cell | spins/op | parks/op | wakes/op | handoffs/op | timeouts/op | spin success |" in text
+    assert "| threads=2 | 0.4 | 0.1 | 0.09 | 0.005 | 0 | 0.75 | 0.01 | 102 |" in text

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * src/lockstat_events.h - THE list of slow-path events the statistics build counts (internal; the
+ * kernel's lock_events_list.h in spirit). One line each:
+ *
+ *	LOCKSTAT_EVENT(name, "what one count means")
+ *
+ * src/lockstat.h turns the list into the enum and the per-thread counters; the lab reports every
+ * event under its name (lab/workloads/mutex.c, "lock_stats"). A new event is one line here plus its
+ * lockstat_inc() at the place it happens.
+ *
+ * lk_mutex (src/mutex.c; the increments land with the mutex tuning work, issue 11 phase 2):
+ */
+LOCKSTAT_EVENT(mutex_spin_start, "a waiter began a bounded spin on the lock word")
+LOCKSTAT_EVENT(mutex_spin_success, "a spin ended with the lock acquired (no park)")
+LOCKSTAT_EVENT(mutex_park, "a waiter parked (went to sleep in the parking lot)")
+LOCKSTAT_EVENT(mutex_wake, "an unlock woke a parked waiter")
+LOCKSTAT_EVENT(mutex_handoff, "an unlock handed the lock directly to the woken waiter")
+LOCKSTAT_EVENT(mutex_timeout, "a timed lock gave up at its deadline")

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/test_lockstat.c - the statistics build's slow-path counters (src/lockstat.h) and the lab's
+ * report of them, in whichever build this is: the normal build (counting compiled out) or the
+ * statistics build (cmake -DLOCKLAB_STATS=ON; `make test-stats` runs this test there).
+ *
+ *  1. lockstat_enabled() says what was built, and every event has a distinct lower-case name.
+ *  2. Counters are per thread: each of 4 threads counts a different number of one event, reads back
+ *     exactly its own count (statistics build) or zeros (normal build), and reset zeroes them.
+ *  3. The mutex workload, run in-process on lk_mutex (a lock flagged LAB_LOCK_STATS), reports
+ *     "lock_stats" with "enabled" matching the build and, when enabled, every event by name and the
+ *     run's operation count; a lock that does not count (glibc_normal) reports no "lock_stats".
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab.h"
+#include "lktest.h"
+#include "lockstat.h"
+
+extern const struct lab_workload lab_wl_mutex;
+
+#if LOCKLAB_STATS
+#define BUILT_WITH_STATS 1
+#else
+#define BUILT_WITH_STATS 0
+#endif
+
+static void check_names(void)
+{
+	CHECK_EQ(lockstat_enabled(), BUILT_WITH_STATS);
+	CHECK(LOCKSTAT_NR >= 6);
+	for (unsigned i = 0; i < LOCKSTAT_NR; i++) {
+		const char *n = lockstat_names[i];
+
+		CHECK(n && *n && strspn(n, "abcdefghijklmnopqrstuvwxyz_") == strlen(n));
+		CHECK(lockstat_descs[i] && *lockstat_descs[i]);
+		for (unsigned k = 0; k < i; k++)
+			CHECK(strcmp(lockstat_names[k], n) != 0);
+	}
+	CHECK_EQ(strcmp(lockstat_names[LOCKSTAT_mutex_handoff], "mutex_handoff"), 0);
+}
+
+struct counter_arg {
+	unsigned n;
+	uint64_t seen[LOCKSTAT_NR], after_reset[LOCKSTAT_NR];
+	pthread_barrier_t *bar;
+};
+
+static void *counter_thread(void *p)
+{
+	struct counter_arg *a = p;
+
+	/* everybody counts at once, so a shared counter would show the others' events */
+	pthread_barrier_wait(a->bar);
+	for (unsigned i = 0; i < a->n; i++)
+		lockstat_inc(mutex_park);
+	lockstat_inc(mutex_wake);
+	pthread_barrier_wait(a->bar);
+	lockstat_read(a->seen);
+	lockstat_reset();
+	lockstat_read(a->after_reset);
+	return NULL;
+}
+
+static void check_per_thread(void)
+{
+	enum { N = 4 };
+	struct counter_arg a[N];
+	pthread_t t[N];
+	pthread_barrier_t bar;
+
+	pthread_barrier_init(&bar, NULL, N);
+	for (unsigned i = 0; i < N; i++) {
+		memset(&a[i], 0xff, sizeof(a[i].seen) * 2);	/* read must overwrite every slot */
+		a[i].n = 1000 * (i + 1);
+		a[i].bar = &bar;
+		CHECK_EQ(pthread_create(&t[i], NULL, counter_thread, &a[i]), 0);
+	}
+	for (unsigned i = 0; i < N; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&bar);
+	for (unsigned i = 0; i < N; i++) {
+		for (unsigned e = 0; e < LOCKSTAT_NR; e++) {
+			uint64_t want = 0;
+
+			if (BUILT_WITH_STATS && e == LOCKSTAT_mutex_park)
+				want = a[i].n;
+			if (BUILT_WITH_STATS && e == LOCKSTAT_mutex_wake)
+				want = 1;
+			CHECK_EQ(a[i].seen[e], want);
+			CHECK_EQ(a[i].after_reset[e], 0);
+		}
+	}
+}
+
+/* Runs the mutex workload in this process with `args` (name=value pairs, the rest defaulted) and
+ * returns its result object as text (malloc'd), or NULL. */
+static char *run_mutex(const char *const *args)
+{
+	struct lab_run r = { .wl = &lab_wl_mutex };
+	char *buf = NULL;
+	size_t len = 0;
+	struct lab_json j;
+	FILE *mem = open_memstream(&buf, &len);
+	int rc;
+
+	for (int i = 0; lab_wl_mutex.params[i].name; i++) {
+		r.values[i] = lab_wl_mutex.params[i].def;
+		for (int k = 0; args[k]; k += 2)
+			if (strcmp(args[k], lab_wl_mutex.params[i].name) == 0)
+				r.values[i] = args[k + 1];
+	}
+	lj_init(&j, mem);
+	lj_obj_begin(&j, NULL);
+	rc = lab_wl_mutex.run(&r, &j);
+	lj_obj_end(&j);
+	fclose(mem);
+	CHECK_EQ(rc, 0);
+	if (rc) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void check_lab_report(void)
+{
+	const char *lk[] = { "lock", "lk_mutex", "threads", "2", "duration", "0.05", "warmup", "0", NULL };
+	const char *gn[] = { "lock", "glibc_normal", "threads", "2", "duration", "0.05", "warmup", "0", NULL };
+	char *out = run_mutex(lk), key[128];
+
+	if (out) {
+		char *ls = strstr(out, "\"lock_stats\":{");
+
+		CHECK(ls != NULL);
+		if (ls) {
+			CHECK(strncmp(ls, BUILT_WITH_STATS ? "\"lock_stats\":{\"enabled\":true"
+							   : "\"lock_stats\":{\"enabled\":false",
+				      strlen("\"lock_stats\":{\"enabled\":") + 4) == 0);
+			for (unsigned e = 0; BUILT_WITH_STATS && e < LOCKSTAT_NR; e++) {
+				snprintf(key, sizeof(key), "\"%s\":", lockstat_names[e]);
+				CHECK(strstr(ls, key) != NULL);
+			}
+			/* the counters are normalised by the run's every operation, warm-up included: the
+			 * same count the exclusion check uses */
+			const char *ex = strstr(out, "\"exclusion_expected\":");
+			CHECK(ex != NULL);
+			if (BUILT_WITH_STATS && ex) {
+				snprintf(key, sizeof(key), "\"ops\":%llu,",
+					 strtoull(ex + strlen("\"exclusion_expected\":"), NULL, 10));
+				CHECK(strstr(ls, key) != NULL);
+			}
+		}
+		free(out);
+	}
+	out = run_mutex(gn);
+	if (out) {
+		CHECK(strstr(out, "\"lock_stats\"") == NULL);
+		CHECK(strstr(out, "\"exclusion_ok\":true") != NULL);
+		free(out);
+	}
+}
+
+int main(void)
+{
+	lkt_watchdog(120);
+	check_names();
+	check_per_thread();
+	check_lab_report();
+	return lkt_done(BUILT_WITH_STATS ? "test_lockstat (statistics build)" : "test_lockstat");
+}
