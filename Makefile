@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build test-c test-san test-py clean
+.PHONY: all demo check setup deps build build-hooks test-c test-san test-hooks test-py clean
 
 all: build
 
@@ -34,6 +34,12 @@ build-%:
 	cmake -S . -B build-$* $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_SANITIZE=$* >/dev/null
 	cmake --build build-$* -j $(JOBS)
 
+# The test build with pause points (LK_TEST_HOOK) compiled in: library + tests/hooks only, never
+# installed. Its tests open narrow windows on purpose (see tests/hooks/README.md).
+build-hooks:
+	cmake -S . -B build-hooks $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_TEST_HOOKS=ON >/dev/null
+	cmake --build build-hooks -j $(JOBS)
+
 demo: setup
 	$(VENV)/bin/locklab demo
 
@@ -48,10 +54,13 @@ test-san: $(addprefix build-,$(SANITIZERS))
 	     ctest --output-on-failure -j 2) || exit 1; \
 	done
 
+test-hooks: build-hooks
+	cd build-hooks && ctest --output-on-failure -j 2
+
 test-py: $(VENV)/.stamp build
 	LOCKLAB_BENCH=$(CURDIR)/build/locklab-bench $(VENV)/bin/python -m pytest -q python/tests
 
-check: setup test-c test-san test-py
+check: setup test-c test-hooks test-san test-py
 
 clean:
 	rm -rf build build-* $(VENV)

@@ -71,6 +71,7 @@
 #include "locklab/mutex.h"
 #include "locklab/park.h"
 #include "locklab/relax.h"
+#include "locklab/test_hooks.h"
 
 #define L LK_MUTEX_LOCKED
 #define P LK_MUTEX_PARKED
@@ -447,6 +448,7 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 	if (r.unparked_threads && u->head != 0 && (uintptr_t)(u->now - u->head) >= u->handoff_ns &&
 	    u->now - atomic_load_explicit(&u->sl->last_handoff, memory_order_relaxed) >= u->handoff_ns) {
 		atomic_store_explicit(&u->sl->last_handoff, u->now, memory_order_relaxed);
+		LK_TEST_HOOK("mutex.handoff", m);
 		/*
 		 * Handoff: L stays set, the unparked thread owns the lock when it returns. release:
 		 * pairs with the acquire load after lk_park() returns TOKEN_HANDOFF; the unpark itself
@@ -494,6 +496,7 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 		/* relaxed: policy knob */
 		.handoff_ns = atomic_load_explicit(&policy.handoff_ns, memory_order_relaxed),
 	};
+	LK_TEST_HOOK("mutex.unlock_slow", m);	/* test builds only: decided to wake, not yet unparking */
 	int r = lk_unpark_filter(m, unlock_filter, unlock_callback, &u);
 
 	if (r < 0 || !u.called)	/* cannot happen for a valid mutex; never leave it locked */

@@ -102,6 +102,7 @@
 
 #include <locklab/park.h>
 #include <locklab/relax.h>
+#include <locklab/test_hooks.h>
 
 #include "futex.h"
 
@@ -391,6 +392,7 @@ static void grow(size_t want)
 				bucket_unlock(&t->b[i]);
 			continue;
 		}
+		LK_TEST_HOOK("park.grow", t);	/* test builds only: about to allocate the new table */
 		nt = table_alloc(want);
 		if (!nt) {	/* keep working with the old table: correct, only slower */
 			for (size_t i = 0; i < t->nbuckets; i++)
@@ -679,6 +681,7 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	td->park_ns = now_ns();
 	queue_append(b, td);
 	bucket_unlock(b);
+	LK_TEST_HOOK("park.queued", addr);	/* test builds only: queued, not yet asleep */
 
 	if (ops && ops->before_sleep)
 		ops->before_sleep(ctx);
@@ -698,6 +701,7 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	if (!timed_out)
 		goto unparked;
 
+	LK_TEST_HOOK("park.timeout", addr);	/* test builds only: timed out, bucket not yet locked */
 	b = lock_bucket_of_thread(td);
 	/* acquire: pairs with wake_add()'s release if an unparker beat the timeout */
 	if (atomic_load_explicit(&td->futex, memory_order_acquire) == 0) {

@@ -21,6 +21,7 @@
 
 #include "locklab/qspinlock.h"
 #include "locklab/relax.h"
+#include "locklab/test_hooks.h"
 
 struct qs_node {
 	struct qs_node *_Atomic next;
@@ -125,6 +126,7 @@ static __attribute__((cold)) void spin_trylock(struct lk_qspinlock *l)
 {
 	unsigned spins = 0;
 
+	LK_TEST_HOOK("qspin.fallback", l);	/* test builds only: no node, spinning on trylock */
 	while (lk_qspin_trylock(l))
 		lk_spin_wait(&spins);
 }
@@ -208,6 +210,7 @@ queue:
 		goto release;
 
 	old = xchg_tail(l, tail);
+	LK_TEST_HOOK("qspin.queued", (uintptr_t)tail);	/* test builds only: our tail is published */
 	next = NULL;
 	if (old & LK_QSPIN_TAIL_MASK) {
 		struct qs_node *prev = decode_tail(old & LK_QSPIN_TAIL_MASK);

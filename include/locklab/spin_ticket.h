@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "locklab/test_hooks.h"
+
 struct lk_spin_ticket {
 	_Atomic uint16_t owner;	/* ticket being served; written only by the holder */
 	_Atomic uint16_t next;	/* next ticket to hand out */
@@ -61,6 +63,7 @@ static inline int lk_spin_ticket_trylock(struct lk_spin_ticket *l)
 	uint16_t o = atomic_load_explicit(&l->owner, memory_order_acquire);
 	uint16_t n = o;
 
+	LK_TEST_HOOK("spin_ticket.trylock", l);	/* test builds only: between the read and the CAS */
 	/*
 	 * next: o -> o+1 only if nobody holds or waits (next == owner). owner cannot move while
 	 * next == owner (there is no holder to advance it), so success means our ticket o is served.
