@@ -25,9 +25,11 @@
  *     lean:   [ lock | waiters | head | tail ]                            64 B (no back pointer)
  *
  *   lock     bucket lock, 0 unlocked / 1 locked / 2 locked with sleepers (a futex word).
- *   waiters  threads queued in the bucket (plus parkers between enqueue-intent and validate);
- *            written only with the bucket lock held, read locklessly by unpark_all() and a
- *            callback-less unpark_one() to skip an empty bucket (the kernel's waiters_pending()).
+ *   waiters  threads queued in the bucket, plus parkers between enqueue-intent and validate, plus
+ *            one per requeue in progress onto an address of the bucket (counted before its
+ *            validate(), as the kernel's futex_requeue() does); atomic RMWs, read locklessly by
+ *            unpark_all() and a callback-less unpark_one() to skip an empty bucket (the kernel's
+ *            waiters_pending()).
  *   head/tail FIFO queue of parked threads (singly linked through thread_data.next); all the
  *            addresses that hash to the bucket share it, FIFO order per address follows.
  *   table    back pointer to the owning table, loaded before the bucket lock is taken, as the
@@ -88,6 +90,8 @@
  *     state.  waker: (caller changed the state); fence(seq_cst); reads waiters.  One of the two
  *     fences comes first in the total order, so either the waker sees the parker or the parker's
  *     validate() sees the new state (the kernel's futex_hb_waiters_inc()/pending() pairing).
+ *     A requeue is a parker on `to` too: waiters(to's bucket)++; fence; lock both buckets;
+ *     validate() reads `to`'s state; move; waiters += moved; waiters-- (the pending one).
  *   - futex word: release store by the unparker, acquire load by the parker (publishes the token).
  */
 
@@ -149,7 +153,7 @@
 #define self			LKP_PRIV(self)
 #define self_register		LKP_PRIV(self_register)
 #define lock_bucket		LKP_PRIV(lock_bucket)
-#define lock_bucket_pair	LKP_PRIV(lock_bucket_pair)
+#define lock_bucket_pair_in	LKP_PRIV(lock_bucket_pair_in)
 #define unlock_bucket_pair	LKP_PRIV(unlock_bucket_pair)
 #define lock_bucket_of_thread	LKP_PRIV(lock_bucket_of_thread)
 #define waiters_add		LKP_PRIV(waiters_add)
@@ -507,30 +511,30 @@ static inline struct bucket *lock_bucket(const void *addr)
 	}
 }
 
-static void lock_bucket_pair(const void *a1, const void *a2, struct bucket **b1, struct bucket **b2)
+/* Lock the buckets of a1 and a2 in table t; false (nothing locked) when t is no longer current. */
+static bool lock_bucket_pair_in(struct table *t, const void *a1, const void *a2, struct bucket **b1,
+				struct bucket **b2)
 {
-	for (;;) {
-		struct table *t = get_table();
-		size_t i1 = hash_addr(t, a1), i2 = hash_addr(t, a2);
+	size_t i1 = hash_addr(t, a1), i2 = hash_addr(t, a2);
 
-		*b1 = &t->b[i1];
-		*b2 = &t->b[i2];
-		/* lock in index order: growers lock every bucket in index order too */
-		if (i1 <= i2) {
-			bucket_lock(*b1);
-			if (i1 != i2)
-				bucket_lock(*b2);
-		} else {
+	*b1 = &t->b[i1];
+	*b2 = &t->b[i2];
+	/* lock in index order: growers lock every bucket in index order too */
+	if (i1 <= i2) {
+		bucket_lock(*b1);
+		if (i1 != i2)
 			bucket_lock(*b2);
-			bucket_lock(*b1);
-		}
-		/* relaxed: ordered by the bucket lock acquire, as in lock_bucket() */
-		if (LKP_LIKELY(atomic_load_explicit(&cur, memory_order_relaxed) == t))
-			return;
-		bucket_unlock(*b1);
-		if (*b1 != *b2)
-			bucket_unlock(*b2);
+	} else {
+		bucket_lock(*b2);
+		bucket_lock(*b1);
 	}
+	/* relaxed: ordered by the bucket lock acquire, as in lock_bucket() */
+	if (LKP_LIKELY(atomic_load_explicit(&cur, memory_order_relaxed) == t))
+		return true;
+	bucket_unlock(*b1);
+	if (*b1 != *b2)
+		bucket_unlock(*b2);
+	return false;
 }
 
 static inline void unlock_bucket_pair(struct bucket *b1, struct bucket *b2)
@@ -555,13 +559,14 @@ static struct bucket *lock_bucket_of_thread(struct thread_data *td)
 	}
 }
 
-/* waiters += d; caller holds the bucket lock (the only writers hold it) */
+/*
+ * waiters += d. Usually under the bucket lock, but a requeuer counts its pending requeue on the
+ * target bucket before locking it, so every update is an atomic RMW.
+ */
 static inline void waiters_add(struct bucket *b, int d)
 {
-	/* relaxed: writers are serialised by the bucket lock; lockless readers are covered by the
-	 * seq_cst fences described at the top */
-	atomic_store_explicit(&b->waiters, atomic_load_explicit(&b->waiters, memory_order_relaxed) + (uint32_t)d,
-			      memory_order_relaxed);
+	/* relaxed: a count; lockless readers are ordered by the seq_cst fences described at the top */
+	atomic_fetch_add_explicit(&b->waiters, (uint32_t)d, memory_order_relaxed);
 }
 
 
@@ -812,14 +817,33 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 	struct lk_unpark_result r = { 0 };
 	struct wake_batch wb = { 0 };
 	struct thread_data *wake = NULL, *rq_head = NULL, *rq_tail = NULL, *td, *next, **pp;
-	struct bucket *b1, *b2;
+	struct bucket *b1, *b2, *pend;
 	enum lk_requeue_op op;
 	unsigned max_requeue;
 	lk_token_t token;
 
 	if (bad_addr(from) || bad_addr(to) || !validate)
 		return -EINVAL;
-	lock_bucket_pair(from, to, &b1, &b2);
+	/*
+	 * Count the requeue on `to`'s bucket BEFORE validate() reads the state of `to` (the kernel's
+	 * futex_hb_waiters_inc(hb2) before double_lock_hb): a waker of `to` that changes its state
+	 * and then checks the count locklessly (empty_fast) either sees this pending count - and
+	 * takes the bucket lock, finding the requeued threads once we are done - or validate() sees
+	 * its state change. Counted after validate(), the waker could see 0 in between and leave
+	 * the requeued threads asleep (issue 12, tests/test_park_requeue_race.c). The count must be
+	 * on the table whose buckets we lock: retried with the table if a grower replaced it.
+	 */
+	for (;;) {
+		struct table *t = get_table();
+
+		pend = &t->b[hash_addr(t, to)];
+		waiters_add(pend, 1);
+		/* seq_cst fence: pairs with the fence in empty_fast() of a waker of `to` (Dekker) */
+		dekker_fence();
+		if (lock_bucket_pair_in(t, from, to, &b1, &b2))
+			break;
+		waiters_add(pend, -1);	/* a retired table: its counts are poisoned, never 0 */
+	}
 	op = validate(ctx);
 	switch (op) {
 	case LK_REQUEUE_UNPARK_ONE_REQUEUE_REST:
@@ -833,6 +857,7 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 		max_requeue = 0;
 		break;
 	default:	/* LK_REQUEUE_ABORT or garbage: nothing happens */
+		waiters_add(b2, -1);	/* the pending requeue */
 		unlock_bucket_pair(b1, b2);
 		return op == LK_REQUEUE_ABORT ? 0 : -EINVAL;
 	}
@@ -873,10 +898,9 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 			queue_append(b2, td);
 		}
 		waiters_add(b2, (int)r.requeued_threads);
-		/* seq_cst fence: the requeued threads now wait on `to` without having validated it;
-		 * pairs with empty_fast()'s fence for a waker of `to` (as waiters++ in park()) */
-		dekker_fence();
 	}
+	/* the pending count goes only after the requeued threads are counted: it never reads 0 between */
+	waiters_add(b2, -1);
 	if (wake)
 		r.waited_ns = now_ns() - wake->park_ns;
 	token = callback ? callback(ctx, op, r) : LK_TOKEN_NORMAL;
@@ -991,7 +1015,7 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 #undef self
 #undef self_register
 #undef lock_bucket
-#undef lock_bucket_pair
+#undef lock_bucket_pair_in
 #undef unlock_bucket_pair
 #undef lock_bucket_of_thread
 #undef waiters_add
