@@ -64,8 +64,8 @@
  *
  * Growth (never waits for the table to go idle; the seed-000 pathology)
  *   A thread using the lot for the first time registers (live++); if the table then has fewer than
- *   LK_PARK_BUCKETS_PER_THREAD buckets per live thread, it grows it: lock every bucket of the
- *   current table in index order, check the table is still current (another grower may have won),
+ *   LK_PARK_BUCKETS_PER_THREAD buckets per live thread, it grows it: allocate and clear the new
+ *   table (no lock held), lock every bucket of the current table in index order, check the table is still current (another grower may have won),
  *   move every queued thread to the new table (per-bucket queues are walked in order, so FIFO per
  *   address holds), set each old bucket's waiters to a poison value (lockless readers of a stale
  *   table then take the locked path and retry), push the old table on the retired list, publish
@@ -380,14 +380,29 @@ static inline void queue_append(struct bucket *b, struct thread_data *td)
 	BQ(b)->tail = td;
 }
 
-/* Grow until the current table has at least `want` buckets. Never waits for quiescence. */
+/*
+ * Grow until the current table has at least `want` buckets. Never waits for quiescence. The new
+ * table is allocated and cleared before any bucket is locked (a large memset under every bucket
+ * lock would stall every park and unpark for its duration); it is kept for the retry when another
+ * grower replaced the table first, and freed when that one is already big enough.
+ */
 static void grow(size_t want)
 {
-	for (;;) {
-		struct table *t = get_table(), *nt;
+	struct table *nt = NULL;
 
-		if (t->nbuckets >= want)
+	for (;;) {
+		struct table *t = get_table();
+
+		if (t->nbuckets >= want) {
+			free(nt);
 			return;
+		}
+		if (!nt) {
+			LK_TEST_HOOK("park.grow", t);	/* test builds only: about to allocate, no lock held */
+			nt = table_alloc(want);
+			if (!nt)	/* keep working with the old table: correct, only slower */
+				return;
+		}
 		for (size_t i = 0; i < t->nbuckets; i++)
 			bucket_lock(&t->b[i]);
 		/* relaxed: the lock of b[0] (acquire) orders us after any grower that replaced t */
@@ -395,13 +410,6 @@ static void grow(size_t want)
 			for (size_t i = 0; i < t->nbuckets; i++)
 				bucket_unlock(&t->b[i]);
 			continue;
-		}
-		LK_TEST_HOOK("park.grow", t);	/* test builds only: about to allocate the new table */
-		nt = table_alloc(want);
-		if (!nt) {	/* keep working with the old table: correct, only slower */
-			for (size_t i = 0; i < t->nbuckets; i++)
-				bucket_unlock(&t->b[i]);
-			return;
 		}
 		for (size_t i = 0; i < t->nbuckets; i++) {
 			struct bucket *ob = &t->b[i];
