@@ -242,7 +242,8 @@ struct thread_data {
 	lk_token_t park_token;		/* owner writes before enqueueing, under the bucket lock */
 	lk_token_t unpark_token;	/* unparker writes before futex = 0 (release) */
 	uint64_t park_ns;
-	bool registered;
+	bool registered;		/* counted in `live`; thread_exit() runs at thread exit */
+	bool exited;			/* thread_exit() ran: in a later TLS destructor, never counted again */
 } __attribute__((aligned(64)));
 
 static struct table *_Atomic cur;
@@ -450,6 +451,7 @@ static void thread_exit(void *arg)
 	struct thread_data *td = arg;
 
 	td->registered = false;
+	td->exited = true;
 	/* relaxed: a count; growth decisions tolerate staleness */
 	atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
 }
@@ -459,6 +461,15 @@ static __attribute__((noinline)) struct thread_data *self_register(void)
 	struct thread_data *td = &tls_td;
 	size_t n;
 
+	/*
+	 * A TLS destructor that runs after ours (thread_exit) may still park: the thread data is
+	 * valid until the thread is gone, but registering again would count the thread live forever
+	 * when this is the last destructor round (nothing would call thread_exit again). A thread whose
+	 * FIRST use of the lot is in its last destructor round stays counted: a sizing hint one too
+	 * high, the only case left (there is no portable way to see that the thread is exiting).
+	 */
+	if (td->exited)
+		return td;
 	pthread_once(&once, once_init);
 	pthread_setspecific(td_key, td);	/* non-NULL value: thread_exit() runs at thread exit */
 	td->registered = true;
