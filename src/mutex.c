@@ -257,6 +257,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 		i += delay - 1;
 		if (delay < SPIN_BACKOFF_MAX)
 			delay <<= 1;
+		LK_TEST_HOOK("mutex.spin", m);	/* test builds only: the spinner, S owned, about to look */
 		/* relaxed: we only look; the CAS above is the acquire */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}

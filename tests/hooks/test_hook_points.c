@@ -83,6 +83,18 @@ int main(void)
 	CHECK(hk_count("mutex.handoff") >= 1);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
+	/* mutex.spin: a spinner while we hold the lock */
+	p = def;
+	p.spin_min_ns = p.spin_max_ns = 1000000;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	lk_mutex_lock(&m);
+	CHECK_EQ(pthread_create(&th[0], NULL, mutex_waiter, NULL), 0);
+	while (!hk_count("mutex.spin"))
+		sched_yield();
+	lk_mutex_unlock(&m);
+	pthread_join(th[0], NULL);
+	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+
 	/* qspin.queued: owner (us), a pending waiter and a queued one */
 	lk_qspin_lock(&q);
 	CHECK_EQ(pthread_create(&th[0], NULL, qs_waiter, NULL), 0);
