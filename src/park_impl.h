@@ -109,6 +109,7 @@
 #include <locklab/test_hooks.h>
 
 #include "futex.h"
+#include "park_internal.h"
 
 #ifndef LKP_LAYOUT_PACKED
 #define LKP_LAYOUT_PACKED 1
@@ -158,6 +159,8 @@
 #define lock_bucket_of_thread	LKP_PRIV(lock_bucket_of_thread)
 #define waiters_add		LKP_PRIV(waiters_add)
 #define queue_append		LKP_PRIV(queue_append)
+#define queue_prepend		LKP_PRIV(queue_prepend)
+#define park_common		LKP_PRIV(park_common)
 #define queue_has		LKP_PRIV(queue_has)
 #define now_ns			LKP_PRIV(now_ns)
 #define deadline_passed		LKP_PRIV(deadline_passed)
@@ -379,6 +382,15 @@ static inline void queue_append(struct bucket *b, struct thread_data *td)
 	else
 		BQ(b)->head = td;
 	BQ(b)->tail = td;
+}
+
+/* Puts td at the head of b's queue: in front of every thread parked on any address of the bucket. */
+static inline void queue_prepend(struct bucket *b, struct thread_data *td)
+{
+	td->next = BQ(b)->head;
+	BQ(b)->head = td;
+	if (!BQ(b)->tail)
+		BQ(b)->tail = td;
 }
 
 /*
@@ -673,13 +685,18 @@ static inline bool empty_fast(const void *addr)
 /* ------------------------------------------------------------------------------------------------ */
 /* API                                                                                               */
 
-int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx, lk_token_t park_token,
-		     const struct timespec *deadline, clockid_t clock, lk_token_t *unpark_token)
+/* lk_park (ops) and lkp_park_ex (xops): exactly one of the two is used (see park_internal.h). */
+static int park_common(const void *addr, const struct lk_park_ops *ops, const struct lkp_park_ops *xops,
+		       void *ctx, lk_token_t park_token, const struct timespec *deadline, clockid_t clock,
+		       lk_token_t *unpark_token)
 {
+	void (*before_sleep)(void *) = xops ? xops->before_sleep : ops ? ops->before_sleep : NULL;
+	void (*timed_out)(void *, const void *, bool) = xops ? xops->timed_out : ops ? ops->timed_out : NULL;
 	struct thread_data *td;
 	struct bucket *b;
-	bool timed_out = false;
+	bool timed_out_now;
 	bool was_last;
+	int where = LKP_PARK_TAIL;
 	uintptr_t k;
 
 	if (bad_addr(addr))
@@ -693,7 +710,11 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	/* seq_cst fence: pairs with the fence in empty_fast(): either the waker sees waiters != 0 or
 	 * validate() below sees the waker's state change */
 	dekker_fence();
-	if (ops && ops->validate && !ops->validate(ctx)) {
+	if (xops && xops->validate)
+		where = xops->validate(ctx);
+	else if (ops && ops->validate && !ops->validate(ctx))
+		where = LKP_PARK_NO;
+	if (where == LKP_PARK_NO) {
 		waiters_add(b, -1);
 		bucket_unlock(b);
 		return LK_PARK_INVALID;
@@ -703,26 +724,31 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	atomic_store_explicit(&td->futex, 1, memory_order_relaxed);
 	td->park_token = park_token;
 	td->park_ns = now_ns();
-	queue_append(b, td);
+	if (where == LKP_PARK_HEAD)
+		queue_prepend(b, td);
+	else
+		queue_append(b, td);
 	bucket_unlock(b);
 	LK_TEST_HOOK("park.queued", addr);	/* test builds only: queued, not yet asleep */
 
-	if (ops && ops->before_sleep)
-		ops->before_sleep(ctx);
+	if (before_sleep)
+		before_sleep(ctx);
 
+sleep:
+	timed_out_now = false;
 	/* acquire: pairs with the release store in wake_add(); the unpark token is then visible */
 	while (atomic_load_explicit(&td->futex, memory_order_acquire) != 0) {
 		if (deadline) {
 			if (deadline_passed(deadline, clock) ||
 			    lk_futex_wait(&td->futex, 1, deadline, clock) == ETIMEDOUT) {
-				timed_out = true;
+				timed_out_now = true;
 				break;
 			}
 		} else {
 			lk_futex_wait(&td->futex, 1, NULL, CLOCK_MONOTONIC);	/* 0/EAGAIN/EINTR: re-check */
 		}
 	}
-	if (!timed_out)
+	if (!timed_out_now)
 		goto unparked;
 
 	LK_TEST_HOOK("park.timeout", addr);	/* test builds only: timed out, bucket not yet locked */
@@ -732,8 +758,13 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 		bucket_unlock(b);
 		goto unparked;
 	}
-	/* still queued (I1): unlink, then tell the primitive, under the bucket lock */
 	k = atomic_load_explicit(&td->key, memory_order_relaxed);	/* relaxed: we hold the lock */
+	/* still queued (I1): the primitive may keep us queued, in place, with a new deadline */
+	if (xops && xops->expired && xops->expired(ctx, (const void *)k, &td->park_token, &deadline, &clock)) {
+		bucket_unlock(b);
+		goto sleep;
+	}
+	/* unlink, then tell the primitive, under the bucket lock */
 	{
 		struct thread_data **pp = &BQ(b)->head, *prev = NULL;
 
@@ -749,8 +780,8 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	was_last = !queue_has(b, NULL, k);
 	/* relaxed: nobody reads our futex word but us now that we are off the queue */
 	atomic_store_explicit(&td->futex, 0, memory_order_relaxed);
-	if (ops && ops->timed_out)
-		ops->timed_out(ctx, (const void *)k, was_last);
+	if (timed_out)
+		timed_out(ctx, (const void *)k, was_last);
 	bucket_unlock(b);
 	return LK_PARK_TIMEDOUT;
 
@@ -758,6 +789,44 @@ unparked:
 	if (unpark_token)
 		*unpark_token = td->unpark_token;
 	return LK_PARK_UNPARKED;
+}
+
+int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx, lk_token_t park_token,
+		     const struct timespec *deadline, clockid_t clock, lk_token_t *unpark_token)
+{
+	return park_common(addr, ops, NULL, ctx, park_token, deadline, clock, unpark_token);
+}
+
+/* Internal (park_internal.h): lk_park with head insertion and expired(). */
+__attribute__((visibility("hidden"))) int LKP_PRIV(park_ex)(const void *addr, const struct lkp_park_ops *xops,
+							  void *ctx, lk_token_t park_token,
+							  const struct timespec *deadline, clockid_t clock,
+							  lk_token_t *unpark_token)
+{
+	return park_common(addr, NULL, xops, ctx, park_token, deadline, clock, unpark_token);
+}
+
+/* Internal: is any thread queued on addr? The caller holds addr's bucket lock (a callback). */
+__attribute__((visibility("hidden"))) bool LKP_PRIV(park_has_waiters_locked)(const void *addr)
+{
+	/* relaxed: the caller holds a bucket lock of the current table, which therefore stays current */
+	struct table *t = atomic_load_explicit(&cur, memory_order_relaxed);
+
+	return t && queue_has(&t->b[hash_addr(t, addr)], NULL, (uintptr_t)addr);
+}
+
+/* Internal: the same, taking addr's bucket lock. */
+__attribute__((visibility("hidden"))) bool LKP_PRIV(park_has_waiters)(const void *addr)
+{
+	struct bucket *b;
+	bool r;
+
+	if (bad_addr(addr))
+		return false;
+	b = lock_bucket(addr);
+	r = queue_has(b, NULL, (uintptr_t)addr);
+	bucket_unlock(b);
+	return r;
 }
 
 int LKP_PUBLIC(unpark_one)(const void *addr, lk_token_t (*callback)(void *ctx, struct lk_unpark_result r),
@@ -1039,6 +1108,8 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 #undef lock_bucket_of_thread
 #undef waiters_add
 #undef queue_append
+#undef queue_prepend
+#undef park_common
 #undef queue_has
 #undef now_ns
 #undef deadline_passed
