@@ -9,9 +9,12 @@
  * for it from the requeue on. The mutex's unlock recognises it by its park token 0.
  *
  * Invariants (all changes of c->mutex happen under the bucket lock of &c->mutex):
- *  1. c->mutex != 0 iff threads are parked on &c->mutex. Set by a waiter's validate(); cleared by the
- *     signal callback when it took the last waiter, by broadcast (which takes them all), or by the
- *     last waiter to time out.
+ *  1. c->mutex != 0 iff threads are parked on &c->mutex (whenever c's bucket lock is free). Set by a
+ *     waiter's validate(); cleared by the signal callback when it took the last waiter, by broadcast
+ *     (which takes them all), or by the last waiter to time out. A child forked while a parent
+ *     thread waited inherits c->mutex but not the waiter; a validate() that finds c->mutex set and
+ *     nobody queued on &c->mutex knows it is stale and replaces it (wait) or clears it (signal,
+ *     broadcast; destroy checks the queue too) - issue 12, defect 5.
  *  2. A waiter is queued (under the bucket lock) before it releases the mutex (before_sleep), so a
  *     signaller that takes the mutex afterwards, or that changed the predicate under it, finds the
  *     waiter queued: no lost wakeup.
@@ -35,6 +38,7 @@
 #include "locklab/cond.h"
 #include "locklab/park.h"
 #include "mutex_internal.h"
+#include "park_internal.h"
 
 int lk_cond_init(lk_cond_t *c)
 {
@@ -51,9 +55,10 @@ int lk_cond_destroy(lk_cond_t *c)
 		return EINVAL;
 	/* relaxed: waiters set it before releasing the mutex; a destroyer that could race with them is
 	 * already a use-after-free bug; this catches the detectable case of parked waiters */
-	if (atomic_load_explicit(&c->mutex, memory_order_relaxed) != 0)
-		return EBUSY;
-	return 0;
+	if (atomic_load_explicit(&c->mutex, memory_order_relaxed) == 0)
+		return 0;
+	/* recorded, but is anybody queued? (not in a child forked while a parent thread waited) */
+	return lkp_park_has_waiters(&c->mutex) ? EBUSY : 0;
 }
 
 /* ---- wait --------------------------------------------------------------------------------------- */
@@ -82,6 +87,16 @@ static bool wait_validate(void *ctx)
 		return true;
 	}
 	if (cur != (uintptr_t)w->m) {
+		/*
+		 * Another mutex - unless nobody is queued here: then c->mutex is stale (invariant 1 holds
+		 * under this bucket lock in a process; a child forked while a parent thread waited on c
+		 * inherits the record but not the waiter). Claim c for m.
+		 */
+		if (!lkp_park_has_waiters_locked(&w->c->mutex)) {
+			/* relaxed: as above */
+			atomic_store_explicit(&w->c->mutex, (uintptr_t)w->m, memory_order_relaxed);
+			return true;
+		}
 		w->bad = true;
 		return false;
 	}
@@ -182,13 +197,23 @@ static bool mark_parked_if_locked(lk_mutex_t *m)
 	return false;
 }
 
+/* Under c's bucket lock: c records a mutex but nobody waits (a child after fork): forget it. */
+static bool stale(struct wake_ctx *k)
+{
+	if (lkp_park_has_waiters_locked(&k->c->mutex))
+		return false;
+	/* relaxed: under c's bucket lock (invariant 1) */
+	atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);
+	return true;
+}
+
 static enum lk_requeue_op signal_validate(void *ctx)
 {
 	struct wake_ctx *k = ctx;
 
 	/* relaxed: under c's bucket lock (invariant 1) */
 	k->seen = atomic_load_explicit(&k->c->mutex, memory_order_relaxed);
-	if (k->seen != (uintptr_t)k->m)
+	if (k->seen != (uintptr_t)k->m || stale(k))
 		return LK_REQUEUE_ABORT;
 	return mark_parked_if_locked(k->m) ? LK_REQUEUE_REQUEUE_ONE : LK_REQUEUE_UNPARK_ONE;
 }
@@ -211,7 +236,7 @@ static enum lk_requeue_op broadcast_validate(void *ctx)
 
 	/* relaxed: under c's bucket lock (invariant 1) */
 	k->seen = atomic_load_explicit(&k->c->mutex, memory_order_relaxed);
-	if (k->seen != (uintptr_t)k->m)
+	if (k->seen != (uintptr_t)k->m || stale(k))
 		return LK_REQUEUE_ABORT;
 	/* relaxed: as above; every waiter leaves c's queue in this call */
 	atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);

@@ -9,7 +9,8 @@
  *   bit  0     L  LOCKED    a thread owns the mutex
  *   bit  1     P  PARKED    threads may be parked on &m->word (an unlock must look)
  *   bit  2     S  SPINNING  one waiter is awake and spinning (it will take the lock when it is free)
- *   bits 3-9      (reserved, 0)
+ *   bits 3-9   G  GEN       the fork generation in which S and H were written: the process's
+ *                           (1..127) while S or H is set, 0 when both are clear
  *   bits 10-31 H  OWED      how many parked waiters are owed a handoff: a waiter whose own handoff
  *                           deadline passed (it counted itself), or a condvar waiter requeued onto
  *                           the mutex (the requeue counted it)
@@ -22,13 +23,26 @@
  * first park + handoff_ns (the policy's, read at that first park). A parked waiter is OWED once its
  * deadline passed while the lock was held; owed waiters no longer have a handoff deadline.
  *
- * Transitions, each ONE atomic CAS or RMW on the word (v: the value it replaces):
+ * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind S
+ * and H: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
+ * owed waiters of the parent would keep H > 0. The child's atfork handler bumps the process's
+ * generation (1..127, cyclic); S and H whose G differs belong to an ancestor and are STALE: every
+ * slow-path transition below first drops them (fresh(v): S, G and H cleared), in the same CAS, and
+ * sets G to the current generation when the result has S or H, 0 otherwise (retag()). A waiter
+ * always runs its loop's first step, N, before it parks, so no thread of the child ever sleeps
+ * behind a stale S. No cost without fork: the fast paths never look at G, the slow paths read the
+ * generation (a read-mostly global) and write nothing more. Limit: G has 7 bits, so stale state
+ * survives unrecognised only in a word nobody contended through 127 nested generations of forks.
+ *
+ * Transitions, each ONE atomic CAS or RMW on the word (v: the value it replaces; every slow-path
+ * one computes its new value from fresh(v) and retags it):
  *
  *   lock fast path (mutex.h)     F1  fetch_or L                     acquired iff old L clear (acquire)
  *   unlock fast path (mutex.h)   F2  CAS L -> 0                     (release)
  *                                F3  CAS v -> v & ~L                if !(P && (!S || H)) (release)
  *                                    otherwise lk_mutex_unlock_slow (below)
- *   lock_slow()                  B   CAS v -> v | L                 barge: v has no L (acquire)
+ *   lock_slow()                  N   CAS v -> fresh(v)              v has stale S or H (fork only)
+ *                                B   CAS v -> v | L                 barge: v has no L (acquire)
  *                                C   CAS v -> v | S                 claim S: v has L, no S, H == 0,
  *                                                                   and spinning is allowed
  *                                PP  CAS v -> v | P                 v has L, no P; then park
@@ -66,7 +80,8 @@
  *     callback under the bucket lock (F3 not taken) or leaves an awake spinner (F3 with S).
  *  4. H == the number of queued waiters whose park token is PARK_OWED or 0 (condvar waiters), at
  *     every moment the bucket lock of &m->word is free: every change of H and of that queue
- *     happens under it (EH, TO, UH, CR, CT). Hence H > 0 implies P.
+ *     happens under it (EH, TO, UH, CR, CT). Hence H > 0 implies P. (Stale H - G from an
+ *     ancestor - counts as 0.)
  *  5. While H > 0, no unlock clears L: F2/F3 are not taken (the inline test sends H > 0 to the
  *     slow path) and the callback hands over (UH). L is clear with H > 0 only if it was already
  *     clear when H became > 0 (CR onto a free mutex, or after an F3 that raced a requeue); then the
@@ -100,6 +115,7 @@
  * stop when the owner sleeps; ours stops at its budget instead), or who the owner is (an unlock by a
  * non-owner is not detected).
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,6 +147,48 @@
 static inline bool token_owed(lk_token_t park_token)
 {
 	return park_token != PARK_QUEUED;
+}
+
+/* ---- fork generation (defect 5; see the header comment) ---------------------------------------- */
+
+#define G_SHIFT 3
+#define G_MASK (0x7fu << G_SHIFT)
+
+static _Atomic uint32_t fork_gen = 1;	/* 1..127 */
+
+static void fork_child(void)
+{
+	/* relaxed: the child is single-threaded while atfork handlers run */
+	uint32_t g = atomic_load_explicit(&fork_gen, memory_order_relaxed);
+
+	atomic_store_explicit(&fork_gen, g % 127 + 1, memory_order_relaxed);
+}
+
+/* Registered when the library is loaded: before any word of this process can hold S or H. */
+static __attribute__((constructor)) void fork_handler_init(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+static inline uint32_t gen_bits(void)
+{
+	/* relaxed: written only by the child's atfork handler, while the child is single-threaded */
+	return atomic_load_explicit(&fork_gen, memory_order_relaxed) << G_SHIFT;
+}
+
+/* v with S and H of an ancestor process (G is not ours) dropped, and G with them. */
+static inline uint32_t fresh(uint32_t v)
+{
+	if ((v & (S | H_MASK)) && (v & G_MASK) != gen_bits())
+		return v & ~(S | G_MASK | H_MASK);
+	return v;
+}
+
+/* G follows S and H: this process's generation while either is set, 0 when both are clear. */
+static inline uint32_t retag(uint32_t v)
+{
+	v &= ~G_MASK;
+	return v & (S | H_MASK) ? v | gen_bits() : v;
 }
 /* ---- policy ------------------------------------------------------------------------------------ */
 
@@ -343,7 +401,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	for (i = 0;; i++) {
 		if (!(v & L)) {
 			/* SA. acquire: pairs with the release of the unlock that freed it */
-			if (atomic_compare_exchange_weak_explicit(&m->word, &v, (v | L) & ~S,
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) | L) & ~S),
 								  memory_order_acquire,
 								  memory_order_relaxed)) {
 				/* EWMA, weight 1/8, x16 fixed point; relaxed: heuristic */
@@ -354,9 +412,9 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			}
 			continue;
 		}
-		if (i >= budget || (v & H_MASK)) {
+		if (i >= budget || (fresh(v) & H_MASK)) {
 			/* SG. relaxed: only bits change hands; no data is published by giving up */
-			if (atomic_compare_exchange_weak_explicit(&m->word, &v, (v & ~S) | P,
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) & ~S) | P),
 								  memory_order_relaxed,
 								  memory_order_relaxed))
 				break;
@@ -379,7 +437,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	/* holders stay longer than we were willing to wait: decay by a quarter; relaxed: heuristic */
 	if (learned && i >= budget)
 		atomic_store_explicit(&sl->est, est - est / 4, memory_order_relaxed);
-	*vp = (v & ~S) | P;
+	*vp = retag((fresh(v) & ~S) | P);
 	return SPIN_GAVE_UP;
 }
 
@@ -393,8 +451,9 @@ static int lock_validate(void *ctx)
 	 * queued, or we see its change) or leaves an awake spinner, whose own unlock will see P
 	 * (invariants 2, 3).
 	 */
-	uint32_t v = atomic_load_explicit(&w->m->word, memory_order_relaxed);
+	uint32_t v = fresh(atomic_load_explicit(&w->m->word, memory_order_relaxed));
 
+	/* (no stale S here: this waiter ran N in its loop, and no new stale state can appear) */
 	if ((v & (L | P)) != (L | P))
 		return LKP_PARK_NO;
 	/* invariant 6: parked before and nobody owed - back to the head, where the longest waiter is */
@@ -424,16 +483,16 @@ static bool lock_expired(void *ctx, const void *addr, lk_token_t *park_token, co
 	for (;;) {
 		if (!(v & L)) {
 			/* EX. acquire: pairs with the release of the unlock that freed it */
-			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
-								  memory_order_relaxed)) {
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) | L),
+								  memory_order_acquire, memory_order_relaxed)) {
 				w->took = true;
 				return false;	/* leave the queue; lock_timed_out() clears P if we were last */
 			}
 			continue;
 		}
 		/* EH. relaxed: bookkeeping under the bucket lock (invariant 4); no data */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v + H_ONE, memory_order_relaxed,
-							  memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) + H_ONE),
+							  memory_order_relaxed, memory_order_relaxed))
 			break;
 	}
 	w->owed = true;
@@ -449,7 +508,7 @@ static void left_queue(lk_mutex_t *m, bool owed, bool was_last)
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed), nv;
 
 	do {
-		nv = (v - (owed ? H_ONE : 0)) & ~(was_last ? P : 0);
+		nv = retag((fresh(v) - (owed ? H_ONE : 0)) & ~(was_last ? P : 0));
 		if (nv == v)
 			return;
 	} while (!atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_relaxed,
@@ -494,6 +553,12 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			if (abs && deadline_passed(clock, abs))
 				return ETIMEDOUT;
 		}
+		if (fresh(v) != v) {
+			/* N: S or H of an ancestor process (fork). relaxed: role bits, no data */
+			atomic_compare_exchange_weak_explicit(&m->word, &v, fresh(v), memory_order_relaxed,
+							      memory_order_relaxed);
+			continue;
+		}
 		if (!(v & L)) {
 			/* B. acquire: pairs with the release of the unlock that freed it */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
@@ -505,10 +570,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			return ETIMEDOUT;
 		if (may_spin && !(v & (S | H_MASK))) {
 			/* C. relaxed: S is a role bit, no data */
-			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, v | S, memory_order_relaxed,
-								   memory_order_relaxed))
+			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | S),
+								   memory_order_relaxed, memory_order_relaxed))
 				continue;
-			v |= S;
+			v = retag(v | S);
 			own_s = true;
 			continue;
 		}
@@ -612,18 +677,20 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 
 	u->called = true;
 	do {
+		uint32_t fv = fresh(v);
+
 		if (!r.unparked_threads) {
 			/* U0: nobody queued, so nobody owed (invariant 4) */
-			nv = v & ~(L | P | H_MASK);
+			nv = retag(fv & ~(L | P | H_MASK));
 			token = LK_TOKEN_NORMAL;
-		} else if (v & H_MASK) {
+		} else if (fv & H_MASK) {
 			/* UH: hand over to the head, L kept; it leaves the owed count if it was in it */
-			nv = (v - (token_owed(u->head) ? H_ONE : 0)) & ~(r.have_more_threads ? 0 : P);
+			nv = retag((fv - (token_owed(u->head) ? H_ONE : 0)) & ~(r.have_more_threads ? 0 : P));
 			token = TOKEN_HANDOFF;
 		} else {
 			/* UW: release; make the woken thread the spinner when there is none (invariant 2) */
-			nv = (v & ~L & ~(r.have_more_threads ? 0 : P)) | (v & S ? 0 : S);
-			token = v & S ? LK_TOKEN_NORMAL : TOKEN_SPIN;
+			nv = retag((fv & ~L & ~(r.have_more_threads ? 0 : P)) | (fv & S ? 0 : S));
+			token = fv & S ? LK_TOKEN_NORMAL : TOKEN_SPIN;
 		}
 		/*
 		 * release: pairs with the acquire of whoever owns the lock next - the acquire CAS of a
@@ -641,12 +708,19 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 /* Threads are parked and either nobody spins or somebody is owed: wake or hand over. */
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 {
-	/* the state may have moved since the inline path looked: re-check as it does (F3) */
-	while (!((v & P) && (!(v & S) || (v & H_MASK)))) {
+	/*
+	 * The state may have moved since the inline path looked: re-check as it does (F3), with stale
+	 * S and H dropped (after a fork the inline test saw an ancestor's H, or may keep seeing S).
+	 */
+	for (;;) {
+		uint32_t fv = fresh(v);
+
+		if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
+			break;
 		if (!(v & L))
 			return EPERM;
 		/* release: publishes the critical section to the next owner's acquire RMW */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~L, memory_order_release,
+		if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,
 							  memory_order_relaxed))
 			return 0;
 	}
@@ -669,7 +743,8 @@ void lkm_requeued(lk_mutex_t *m, unsigned n, bool set_parked)
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
 	/* CR */
-	while (!atomic_compare_exchange_weak_explicit(&m->word, &v, (v | (set_parked ? P : 0)) + n * H_ONE,
+	while (!atomic_compare_exchange_weak_explicit(&m->word, &v,
+						      retag((fresh(v) | (set_parked ? P : 0)) + n * H_ONE),
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 }
@@ -695,7 +770,7 @@ int lk_mutex_destroy(lk_mutex_t *m)
 	if (!m)
 		return EINVAL;
 	/* acquire: if the last unlock happened in another thread, order it before a free() */
-	if (atomic_load_explicit(&m->word, memory_order_acquire) != 0)
-		return EBUSY;
+	if (fresh(atomic_load_explicit(&m->word, memory_order_acquire)) != 0)
+		return EBUSY;	/* (an ancestor's spinner or owed waiters do not count) */
 	return 0;
 }

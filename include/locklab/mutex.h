@@ -9,7 +9,8 @@
  *	bit  1     PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
  *	bit  2     SPINNING  one waiter is awake and spinning on the word (a newcomer, or the waiter an
  *	                     unlock just woke); every other waiter sleeps, and unlocks wake nobody else
- *	bits 3-9             reserved (0)
+ *	bits 3-9   GEN       the fork generation that wrote SPINNING and OWED (0 when both are clear): a
+ *	                     child process treats an ancestor's spinner and owed waiters as gone
  *	bits 10-31 OWED      how many parked waiters are owed a handoff (they waited past handoff_ns, or
  *	                     are condvar waiters requeued onto the mutex); while it is not 0 every unlock
  *	                     hands the lock to the head of the queue
@@ -38,6 +39,11 @@
  * operation: everything the previous owner did inside its critical section happens-before everything
  * the next owner does in its own.
  *
+ * Fork: a child may unlock a mutex its forking thread held (lock in a pthread_atfork prepare
+ * handler, unlock in the parent and child handlers, as with glibc); another thread of the parent
+ * spinning on it or waiting past handoff_ns at the fork does not hold up the child (GEN above). A
+ * mutex held at the fork by another thread of the parent stays held forever in the child (POSIX).
+ *
  * Misuse: unlocking an unlocked mutex returns EPERM; destroying a mutex that is held or waited on
  * returns EBUSY. An unlock by a thread that does NOT own a held mutex cannot be detected - the word has
  * no room for an owner id - and simply releases the lock (as glibc's PTHREAD_MUTEX_NORMAL does). The
@@ -58,6 +64,7 @@ extern "C" {
 #define LK_MUTEX_LOCKED		0x1u
 #define LK_MUTEX_PARKED		0x2u
 #define LK_MUTEX_SPINNING	0x4u
+#define LK_MUTEX_GEN_MASK	0x3f8u	/* bits 3-9 */
 #define LK_MUTEX_OWED_SHIFT	10
 #define LK_MUTEX_OWED_ONE	(1u << LK_MUTEX_OWED_SHIFT)	/* one waiter owed a handoff */
 #define LK_MUTEX_OWED_MASK	(~0u << LK_MUTEX_OWED_SHIFT)
