@@ -465,8 +465,8 @@ static int lock_validate(void *ctx)
  * deadline: time out. Our handoff deadline: take the lock if it is free (EX), else become owed in
  * place (EH) and sleep on (until handed the lock, or the caller's deadline).
  */
-static bool lock_expired(void *ctx, const void *addr, lk_token_t *park_token, const struct timespec **deadline,
-			 clockid_t *clock)
+static bool lock_expired(void *ctx, const void *addr, lk_token_t *park_token,
+			 const struct timespec **deadline, clockid_t *clock)
 {
 	struct waiter *w = ctx;
 	lk_mutex_t *m = w->m;

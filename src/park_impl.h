@@ -65,13 +65,14 @@
  * Growth (never waits for the table to go idle; the seed-000 pathology)
  *   A thread using the lot for the first time registers (live++); if the table then has fewer than
  *   LK_PARK_BUCKETS_PER_THREAD buckets per live thread, it grows it: allocate and clear the new
- *   table (no lock held), lock every bucket of the current table in index order, check the table is still current (another grower may have won),
- *   move every queued thread to the new table (per-bucket queues are walked in order, so FIFO per
- *   address holds), set each old bucket's waiters to a poison value (lockless readers of a stale
- *   table then take the locked path and retry), push the old table on the retired list, publish
- *   the new table (release), unlock the old buckets. Every step takes bucket locks that are held
- *   for a few hundred nanoseconds at most, so growth completes however hard the buckets are hit:
- *   there is no reference count that must drain to zero.
+ *   table (no lock held), lock every bucket of the current table in index order, check the table
+ *   is still current (another grower may have won; retry, keeping the new table if it is still
+ *   big enough), move every queued thread to the new table (per-bucket queues are walked in
+ *   order, so FIFO per address holds), set each old bucket's waiters to a poison value (lockless
+ *   readers of a stale table then take the locked path and retry), push the old table on the
+ *   retired list, publish the new table (release), unlock the old buckets. Every step takes bucket
+ *   locks that are held for a few hundred nanoseconds at most, so growth completes however hard
+ *   the buckets are hit: there is no reference count that must drain to zero.
  *   Old tables cannot be freed while a thread may still be spinning on one of their bucket locks,
  *   and tracking that would put a shared counter back on the fast path (the hot line PeterZ found).
  *   So they are kept, and bounded instead: the size at least doubles on each growth, so all the

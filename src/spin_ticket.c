@@ -2,10 +2,10 @@
 /*
  * src/spin_ticket.c - the ticket lock's wait loop (layout and fast path: include/locklab/spin_ticket.h).
  *
- * A waiter holding ticket t spins reading the word until its `owner` half equals t. Proportional back-off: a waiter
- * that is d = t - owner places from the head relaxes about d times between reads, so waiters far back
- * in the queue do not pull the line on every handover (they cannot be served before d releases have
- * happened anyway). The head (d == 1) reads in a tight relax loop.
+ * A waiter holding ticket t spins reading the word until its `owner` half equals t. Proportional
+ * back-off: a waiter that is d = t - owner places from the head relaxes about d times between reads,
+ * so waiters far back in the queue do not pull the line on every handover (they cannot be served
+ * before d releases have happened anyway). The head (d == 1) reads in a tight relax loop.
  */
 #include <stdint.h>
 

@@ -247,7 +247,9 @@ static void owed_then_deadline(bool handed_as_it_times_out)
 	atomic_store(&hold_at_timeout, handed_as_it_times_out);
 	atomic_store(&handoffs_at_start, hk_count("mutex.handoff"));
 	lk_mutex_lock(&m);
-	CHECK_EQ(pthread_create(&t, NULL, timing_waiter, (void *)(intptr_t)(handed_as_it_times_out ? 50000000 : 20000000)), 0);
+	intptr_t deadline_ns = handed_as_it_times_out ? 50000000 : 20000000;
+
+	CHECK_EQ(pthread_create(&t, NULL, timing_waiter, (void *)deadline_ns), 0);
 	while (!(word() >> OWED_SHIFT))		/* it parked and is owed the lock */
 		sched_yield();
 	if (handed_as_it_times_out) {
