@@ -69,6 +69,28 @@
  *   bucket locks held)           CR  CAS v -> (v | (asked ? P : 0)) + n * H_ONE   n waiters requeued
  *   (mutex bucket lock)          CT  as TO, owed                    a requeued waiter timed out there
  *
+ * States (L, P, S, H) and the main transitions (- = clear, * = either; G and stale state omitted):
+ *
+ *                      F1, B, EX: +L                           C: +S (H = 0)
+ *      +---------+ ------------------------> +---------+ -----------------------> +---------+
+ *      | -,*,*,0 |                           | L,*,-,0 |                          | L,*,S,0 |
+ *      +---------+ <------------------------ +---------+ <----------------------- +---------+
+ *             ^      F2/F3: -L (no P,              |       SA (once L is clear):      |
+ *             |      or S set and H = 0)           |       +L -S                      |
+ *             |                                    | PP: +P, park                     | SG: -S +P,
+ *             |     U0: -L -P (nobody queued)      v                                  | park
+ *             +-------------------------------- +---------+ <-------------------------+
+ *                   UW: -L, wake the head       | L,P,*,0 |
+ *                   (+S for it if none: spins)  +---------+
+ *                                                  |   ^
+ *                  EH: H += 1 (a parked waiter's   |   |  UH/TO/CT take H to 0
+ *                  deadline passed, L held)        v   |
+ *                                               +---------+ --+  UH: hand the lock to the head,
+ *                                               | L,P,*,H |   |  L kept (H -= 1 if it was owed);
+ *                                               +---------+ <-+  every unlock while H > 0
+ *
+ *   (CR can also requeue onto a free mutex: -,P,*,H; whoever takes the lock next hands it over.)
+ *
  * Invariants:
  *  1. L is set exactly while some thread owns the mutex; a handoff (UH) never clears it.
  *  2. "!L && P" implies a thread that is awake will take the lock: the spinner (S; it never gives
