@@ -75,23 +75,6 @@ static bool done(void)
 	return atomic_load(&r.stop) || atomic_load(&r.w_done);
 }
 
-/* The scheduler state of a thread of this process ('S' = asleep, 'R' = running), '?' if unknown. */
-static char thread_state(int tid)
-{
-	char path[64], buf[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');	/* "tid (comm) S ..." */
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 /*
  * A rhythm thread: lock; hold until another rhythm thread spins for the lock (S set); unlock; call
  * lock again only once another thread holds it. Two are active at a time. When a spinner gives up
@@ -193,7 +176,7 @@ static void run(const char *what, const struct lk_mutex_policy *pol)
 	CHECK_EQ(lk_mutex_set_policy(&park_now), 0);
 	lk_mutex_lock(&r.m);
 	CHECK_EQ(pthread_create(&tw, NULL, waiter, NULL), 0);
-	while (!(tid = atomic_load(&r.w_tid)) || !(word() & LK_MUTEX_PARKED) || thread_state(tid) != 'S')
+	while (!(tid = atomic_load(&r.w_tid)) || !(word() & LK_MUTEX_PARKED) || lkt_thread_state(tid) != 'S')
 		sched_yield();
 	/*
 	 * Rhythm thread 0 spins for the lock (10 ms budget, so that it still spins when we look); our

@@ -59,22 +59,6 @@ static uint32_t word(void)
 	return atomic_load_explicit(&m.word, memory_order_relaxed);	/* relaxed: observing bits */
 }
 
-static char thread_state(int tid)
-{
-	char path[64], buf[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 static void on_hook(const char *point, void *arg)
 {
 	if (arg != &m)
@@ -173,7 +157,7 @@ static void rhythm_run(const char *what, const struct lk_mutex_policy *pol, int 
 
 		atomic_store(&w_tid[i], 0);
 		CHECK_EQ(pthread_create(&wt[i], NULL, waiter, (void *)(intptr_t)i), 0);
-		while (!(tid = atomic_load(&w_tid[i])) || thread_state(tid) != 'S')
+		while (!(tid = atomic_load(&w_tid[i])) || lkt_thread_state(tid) != 'S')
 			sched_yield();
 	}
 	/* rhythm thread 0 spins (held at mutex.spin); our unlock wakes nobody; the rhythm starts */

@@ -26,22 +26,6 @@ static lk_mutex_t m = LK_MUTEX_INITIALIZER;
 static _Atomic int w1_ret = -1, w2_tid, armed;
 static pthread_t w2;
 
-static char thread_state(int tid)
-{
-	char path[64], buf[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 static void *first(void *arg)
 {
 	(void)arg;
@@ -71,7 +55,7 @@ static void on_hook(const char *point, void *arg)
 		sched_yield();
 	CHECK_EQ(atomic_load(&w1_ret), ETIMEDOUT);
 	CHECK_EQ(pthread_create(&w2, NULL, second, NULL), 0);
-	while (!(tid = atomic_load(&w2_tid)) || thread_state(tid) != 'S')
+	while (!(tid = atomic_load(&w2_tid)) || lkt_thread_state(tid) != 'S')
 		sched_yield();
 }
 
