@@ -147,7 +147,7 @@
 #include "locklab/mutex.h"
 #include "locklab/park.h"
 #include "locklab/relax.h"
-#include "locklab/test_hooks.h"
+#include "test_hooks.h"
 #include "mutex_internal.h"
 #include "park_internal.h"
 

@@ -107,9 +107,9 @@
 
 #include <locklab/park.h>
 #include <locklab/relax.h>
-#include <locklab/test_hooks.h>
 
 #include "futex.h"
+#include "test_hooks.h"
 #include "park_internal.h"
 
 #ifndef LKP_LAYOUT_PACKED

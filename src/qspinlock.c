@@ -23,7 +23,7 @@
 
 #include "locklab/qspinlock.h"
 #include "locklab/relax.h"
-#include "locklab/test_hooks.h"
+#include "test_hooks.h"
 
 struct qs_node {
 	struct qs_node *_Atomic next;

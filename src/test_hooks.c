@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/test_hooks.c - the dispatcher behind LK_TEST_HOOK() (locklab/test_hooks.h). Compiled to an
+ * src/test_hooks.c - the dispatcher behind LK_TEST_HOOK() (src/test_hooks.h). Compiled to an
  * empty object unless LOCKLAB_TEST_HOOKS is defined: the normal library has no hook symbol.
  */
 #ifdef LOCKLAB_TEST_HOOKS
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "locklab/test_hooks.h"
+#include "test_hooks.h"
 
 static _Atomic lk_test_hook_fn hook_fn;
 

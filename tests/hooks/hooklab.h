@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "locklab/test_hooks.h"
+#include "test_hooks.h"
 #include "lktest.h"
 
 static const char *const hk_points[] = {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * locklab/test_hooks.h - test-only pause points. Expands to NOTHING unless LOCKLAB_TEST_HOOKS is
- * defined, which only the test build does (cmake -DLOCKLAB_TEST_HOOKS=ON, `make test-hooks`); the
- * normal library and every installed program contain no hook code and no hook symbol
- * (tests/check-no-hooks.sh checks liblocklab.so and liblocklab.a with nm).
+ * src/test_hooks.h - test-only pause points (internal header, not installed). Expands to NOTHING
+ * unless LOCKLAB_TEST_HOOKS is defined, which only the test build does (cmake -DLOCKLAB_TEST_HOOKS=ON,
+ * `make test-hooks`); the normal library and every installed program contain no hook code and no
+ * hook symbol (tests/check-no-hooks.sh checks liblocklab.so and liblocklab.a with nm). The one hook
+ * in a public header (spin_ticket.h's trylock, an inline function) declares lk_test_hook() itself.
  *
  * LK_TEST_HOOK(point, arg) marks a narrow window inside an algorithm - between a read and the CAS
  * that depends on it, between a decision and the unpark that carries it out - where no callback of
@@ -12,8 +13,8 @@
  * argument (usually the lock); the test can then act in the window: run other threads to
  * completion, draw tickets, fork. The list of points is in tests/hooks/README.md.
  */
-#ifndef LOCKLAB_TEST_HOOKS_H
-#define LOCKLAB_TEST_HOOKS_H
+#ifndef LOCKLAB_SRC_TEST_HOOKS_H
+#define LOCKLAB_SRC_TEST_HOOKS_H
 
 #ifdef LOCKLAB_TEST_HOOKS
 #ifdef __cplusplus
@@ -32,4 +33,4 @@ void lk_test_hook(const char *point, void *arg);
 #define LK_TEST_HOOK(point, arg) ((void)0)
 #endif
 
-#endif /* LOCKLAB_TEST_HOOKS_H */
+#endif /* LOCKLAB_SRC_TEST_HOOKS_H */
