@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build build-stats test-c test-san test-stats test-py test-skips clean
+.PHONY: all demo check setup deps build build-stats build-hooks test-c test-san test-stats test-hooks test-py test-skips clean
 
 all: build
 
@@ -40,6 +40,12 @@ build-%:
 	cmake -S . -B build-$* $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_SANITIZE=$* >/dev/null
 	cmake --build build-$* -j $(JOBS)
 
+# The test build with pause points (LK_TEST_HOOK) compiled in: library + tests/hooks only, never
+# installed. Its tests open narrow windows on purpose (see tests/hooks/README.md).
+build-hooks:
+	cmake -S . -B build-hooks $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_TEST_HOOKS=ON >/dev/null
+	cmake --build build-hooks -j $(JOBS)
+
 demo: setup
 	$(VENV)/bin/locklab demo
 
@@ -56,6 +62,9 @@ test-san: $(addprefix build-,$(SANITIZERS))
 	     ctest --output-on-failure -j 2 --output-junit ctest-junit.xml) || exit 1; \
 	done
 
+test-hooks: build-hooks
+	cd build-hooks && ctest --output-on-failure -j 2
+
 # The statistics build keeps compiling and counting: its counter test and the lab's report of them.
 # Only what the test needs is built here; `make build-stats` builds the whole variant.
 test-stats:
@@ -71,7 +80,7 @@ test-skips:
 	@$(PYTHON) scripts/test-skips build/ctest-junit.xml \
 	    $(foreach s,$(SANITIZERS),build-$(s)/ctest-junit.xml) build/pytest-junit.xml
 
-check: setup test-c test-san test-stats test-py
+check: setup test-c test-hooks test-san test-stats test-py
 	@$(MAKE) --no-print-directory test-skips
 
 clean:

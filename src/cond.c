@@ -3,26 +3,33 @@
  * src/cond.c - lk_cond on the parking lot (the parking_lot Condvar design, on lk_mutex).
  *
  * Data: c->mutex = address of the lk_mutex the current waiters passed, or 0 when no thread is parked
- * on &c->mutex. Waiters park on &c->mutex; a requeue moves them to &m->word, where they are ordinary
- * lk_mutex waiters (their park token is the time they started waiting, as a mutex waiter's is, so the
- * mutex's 1 ms handoff also covers time spent on the condvar queue... after the requeue).
+ * on &c->mutex. Waiters park on &c->mutex (park token 0); a requeue moves them to &m->word, where the
+ * requeue counts them in the mutex's OWED count (transition CR of src/mutex.c): a requeued waiter is
+ * handed the lock in queue order (TOKEN_HANDOFF), nobody barges past it, and the mutex's bound holds
+ * for it from the requeue on. The mutex's unlock recognises it by its park token 0.
  *
  * Invariants (all changes of c->mutex happen under the bucket lock of &c->mutex):
- *  1. c->mutex != 0 iff threads are parked on &c->mutex. Set by a waiter's validate(); cleared by the
- *     signal callback when it took the last waiter, by broadcast (which takes them all), or by the
- *     last waiter to time out.
+ *  1. c->mutex != 0 iff threads are parked on &c->mutex (whenever c's bucket lock is free). Set by a
+ *     waiter's validate(); cleared by the signal callback when it took the last waiter, by broadcast
+ *     (which takes them all), or by the last waiter to time out. A child forked while a parent
+ *     thread waited inherits c->mutex but not the waiter; a validate() that finds c->mutex set and
+ *     nobody queued on &c->mutex knows it is stale and replaces it (wait) or clears it (signal,
+ *     broadcast; destroy checks the queue too) - issue 12, defect 5.
  *  2. A waiter is queued (under the bucket lock) before it releases the mutex (before_sleep), so a
  *     signaller that takes the mutex afterwards, or that changed the predicate under it, finds the
  *     waiter queued: no lost wakeup.
- *  3. A requeued waiter sits on the mutex queue with PARKED set on the mutex: signal sets it with
- *     mark_parked_if_locked() in validate (the mutex is held, so its unlock will wake); broadcast sets
- *     it in the callback when it also unparked one thread, which runs and will lock and unlock the
- *     mutex (lk_mutex invariant 2: "free and PARKED" implies a running thread that takes the lock).
+ *  3. A requeued waiter sits on the mutex queue with PARKED set and counted in OWED: signal sets P
+ *     with mark_parked_if_locked() in validate (the mutex is held, so its unlock will look) and adds
+ *     to OWED in the callback; broadcast does the same, or - when it also unparked one thread, which
+ *     runs and will lock and unlock the mutex (lk_mutex invariant 2: "free and PARKED" implies a
+ *     running thread that takes the lock) - sets both in the callback (lkm_requeued, one CAS). A
+ *     requeued waiter that times out on the mutex queue leaves OWED (lkm_requeued_timed_out).
  *
  *   waiter:   lock m -> park(&c->mutex) [validate: c->mutex = m] -> before_sleep: unlock m -> sleep
- *   signal:   requeue(&c->mutex -> &m->word): m held ? REQUEUE_ONE (+P on m) : UNPARK_ONE
- *   broadcast: c->mutex = 0; m held ? REQUEUE_ALL (+P) : UNPARK_ONE_REQUEUE_REST (+P in callback)
- *   woken:    token HANDOFF ? own m : lock m;  requeued ones are woken by m's unlocks, one at a time
+ *   signal:   requeue(&c->mutex -> &m->word): m held ? REQUEUE_ONE (+P on m, +1 owed) : UNPARK_ONE
+ *   broadcast: c->mutex = 0; m held ? REQUEUE_ALL (+P, +n owed)
+ *                                   : UNPARK_ONE_REQUEUE_REST (+P +n owed in callback)
+ *   woken:    token HANDOFF ? own m : lock m;  requeued ones are handed m by its unlocks, one at a time
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +37,8 @@
 
 #include "locklab/cond.h"
 #include "locklab/park.h"
+#include "mutex_internal.h"
+#include "park_internal.h"
 
 int lk_cond_init(lk_cond_t *c)
 {
@@ -46,9 +55,10 @@ int lk_cond_destroy(lk_cond_t *c)
 		return EINVAL;
 	/* relaxed: waiters set it before releasing the mutex; a destroyer that could race with them is
 	 * already a use-after-free bug; this catches the detectable case of parked waiters */
-	if (atomic_load_explicit(&c->mutex, memory_order_relaxed) != 0)
-		return EBUSY;
-	return 0;
+	if (atomic_load_explicit(&c->mutex, memory_order_relaxed) == 0)
+		return 0;
+	/* recorded, but is anybody queued? (not in a child forked while a parent thread waited) */
+	return lkp_park_has_waiters(&c->mutex) ? EBUSY : 0;
 }
 
 /* ---- wait --------------------------------------------------------------------------------------- */
@@ -77,6 +87,16 @@ static bool wait_validate(void *ctx)
 		return true;
 	}
 	if (cur != (uintptr_t)w->m) {
+		/*
+		 * Another mutex - unless nobody is queued here: then c->mutex is stale (invariant 1 holds
+		 * under this bucket lock in a process; a child forked while a parent thread waited on c
+		 * inherits the record but not the waiter). Claim c for m.
+		 */
+		if (!lkp_park_has_waiters_locked(&w->c->mutex)) {
+			/* relaxed: as above */
+			atomic_store_explicit(&w->c->mutex, (uintptr_t)w->m, memory_order_relaxed);
+			return true;
+		}
 		w->bad = true;
 		return false;
 	}
@@ -98,14 +118,12 @@ static void wait_timed_out(void *ctx, const void *addr, bool was_last_thread)
 	struct wait_ctx *w = ctx;
 
 	w->requeued = addr != (const void *)&w->c->mutex;
-	if (!was_last_thread)
-		return;
-	if (!w->requeued)
+	if (w->requeued)
+		/* on the mutex's queue we were owed a handoff: leave the count (and PARKED if last) */
+		lkm_requeued_timed_out(w->m, was_last_thread);
+	else if (was_last_thread)
 		/* relaxed: under c's bucket lock (invariant 1) */
 		atomic_store_explicit(&w->c->mutex, 0, memory_order_relaxed);
-	else
-		/* relaxed: bit bookkeeping under the mutex's bucket lock, as lk_mutex's timed_out */
-		atomic_fetch_and_explicit(&w->m->word, ~LK_MUTEX_PARKED, memory_order_relaxed);
 }
 
 static const struct lk_park_ops wait_ops = {
@@ -122,7 +140,7 @@ static int do_wait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct ti
 	/* relaxed: a misuse check on our own lock; if we hold it, L is ours and stable */
 	if (!(atomic_load_explicit(&m->word, memory_order_relaxed) & LK_MUTEX_LOCKED))
 		return EPERM;
-	/* park token 0: see the header comment (no time-based handoff to requeued waiters) */
+	/* park token 0: how the mutex's unlock recognises a requeued condvar waiter (owed) */
 	int r = lk_park(&c->mutex, &wait_ops, &w, 0, abs, clock, &token);
 
 	if (r == LK_PARK_INVALID)
@@ -179,13 +197,23 @@ static bool mark_parked_if_locked(lk_mutex_t *m)
 	return false;
 }
 
+/* Under c's bucket lock: c records a mutex but nobody waits (a child after fork): forget it. */
+static bool stale(struct wake_ctx *k)
+{
+	if (lkp_park_has_waiters_locked(&k->c->mutex))
+		return false;
+	/* relaxed: under c's bucket lock (invariant 1) */
+	atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);
+	return true;
+}
+
 static enum lk_requeue_op signal_validate(void *ctx)
 {
 	struct wake_ctx *k = ctx;
 
 	/* relaxed: under c's bucket lock (invariant 1) */
 	k->seen = atomic_load_explicit(&k->c->mutex, memory_order_relaxed);
-	if (k->seen != (uintptr_t)k->m)
+	if (k->seen != (uintptr_t)k->m || stale(k))
 		return LK_REQUEUE_ABORT;
 	return mark_parked_if_locked(k->m) ? LK_REQUEUE_REQUEUE_ONE : LK_REQUEUE_UNPARK_ONE;
 }
@@ -197,6 +225,8 @@ static lk_token_t signal_callback(void *ctx, enum lk_requeue_op op, struct lk_un
 	if (op != LK_REQUEUE_ABORT && !r.have_more_threads)
 		/* relaxed: under c's bucket lock (invariant 1) */
 		atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);
+	if (r.requeued_threads)		/* REQUEUE_ONE: PARKED set by validate; now owed (invariant 3) */
+		lkm_requeued(k->m, r.requeued_threads, false);
 	return LK_TOKEN_NORMAL;
 }
 
@@ -206,7 +236,7 @@ static enum lk_requeue_op broadcast_validate(void *ctx)
 
 	/* relaxed: under c's bucket lock (invariant 1) */
 	k->seen = atomic_load_explicit(&k->c->mutex, memory_order_relaxed);
-	if (k->seen != (uintptr_t)k->m)
+	if (k->seen != (uintptr_t)k->m || stale(k))
 		return LK_REQUEUE_ABORT;
 	/* relaxed: as above; every waiter leaves c's queue in this call */
 	atomic_store_explicit(&k->c->mutex, 0, memory_order_relaxed);
@@ -217,9 +247,8 @@ static lk_token_t broadcast_callback(void *ctx, enum lk_requeue_op op, struct lk
 {
 	struct wake_ctx *k = ctx;
 
-	if (op == LK_REQUEUE_UNPARK_ONE_REQUEUE_REST && r.requeued_threads)
-		/* relaxed: bit bookkeeping under the mutex's bucket lock (invariant 3) */
-		atomic_fetch_or_explicit(&k->m->word, LK_MUTEX_PARKED, memory_order_relaxed);
+	if (r.requeued_threads)		/* owed; PARKED too when validate did not set it (invariant 3) */
+		lkm_requeued(k->m, r.requeued_threads, op == LK_REQUEUE_UNPARK_ONE_REQUEUE_REST);
 	return LK_TOKEN_NORMAL;
 }
 

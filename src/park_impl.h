@@ -25,9 +25,11 @@
  *     lean:   [ lock | waiters | head | tail ]                            64 B (no back pointer)
  *
  *   lock     bucket lock, 0 unlocked / 1 locked / 2 locked with sleepers (a futex word).
- *   waiters  threads queued in the bucket (plus parkers between enqueue-intent and validate);
- *            written only with the bucket lock held, read locklessly by unpark_all() and a
- *            callback-less unpark_one() to skip an empty bucket (the kernel's waiters_pending()).
+ *   waiters  threads queued in the bucket, plus parkers between enqueue-intent and validate, plus
+ *            one per requeue in progress onto an address of the bucket (counted before its
+ *            validate(), as the kernel's futex_requeue() does); atomic RMWs, read locklessly by
+ *            unpark_all() and a callback-less unpark_one() to skip an empty bucket (the kernel's
+ *            waiters_pending()).
  *   head/tail FIFO queue of parked threads (singly linked through thread_data.next); all the
  *            addresses that hash to the bucket share it, FIFO order per address follows.
  *   table    back pointer to the owning table, loaded before the bucket lock is taken, as the
@@ -62,14 +64,15 @@
  *
  * Growth (never waits for the table to go idle; the seed-000 pathology)
  *   A thread using the lot for the first time registers (live++); if the table then has fewer than
- *   LK_PARK_BUCKETS_PER_THREAD buckets per live thread, it grows it: lock every bucket of the
- *   current table in index order, check the table is still current (another grower may have won),
- *   move every queued thread to the new table (per-bucket queues are walked in order, so FIFO per
- *   address holds), set each old bucket's waiters to a poison value (lockless readers of a stale
- *   table then take the locked path and retry), push the old table on the retired list, publish
- *   the new table (release), unlock the old buckets. Every step takes bucket locks that are held
- *   for a few hundred nanoseconds at most, so growth completes however hard the buckets are hit:
- *   there is no reference count that must drain to zero.
+ *   LK_PARK_BUCKETS_PER_THREAD buckets per live thread, it grows it: allocate and clear the new
+ *   table (no lock held), lock every bucket of the current table in index order, check the table
+ *   is still current (another grower may have won; retry, keeping the new table if it is still
+ *   big enough), move every queued thread to the new table (per-bucket queues are walked in
+ *   order, so FIFO per address holds), set each old bucket's waiters to a poison value (lockless
+ *   readers of a stale table then take the locked path and retry), push the old table on the
+ *   retired list, publish the new table (release), unlock the old buckets. Every step takes bucket
+ *   locks that are held for a few hundred nanoseconds at most, so growth completes however hard
+ *   the buckets are hit: there is no reference count that must drain to zero.
  *   Old tables cannot be freed while a thread may still be spinning on one of their bucket locks,
  *   and tracking that would put a shared counter back on the fast path (the hot line PeterZ found).
  *   So they are kept, and bounded instead: the size at least doubles on each growth, so all the
@@ -88,6 +91,8 @@
  *     state.  waker: (caller changed the state); fence(seq_cst); reads waiters.  One of the two
  *     fences comes first in the total order, so either the waker sees the parker or the parker's
  *     validate() sees the new state (the kernel's futex_hb_waiters_inc()/pending() pairing).
+ *     A requeue is a parker on `to` too: waiters(to's bucket)++; fence; lock both buckets;
+ *     validate() reads `to`'s state; move; waiters += moved; waiters-- (the pending one).
  *   - futex word: release store by the unparker, acquire load by the parker (publishes the token).
  */
 
@@ -104,6 +109,8 @@
 #include <locklab/relax.h>
 
 #include "futex.h"
+#include "test_hooks.h"
+#include "park_internal.h"
 
 #ifndef LKP_LAYOUT_PACKED
 #define LKP_LAYOUT_PACKED 1
@@ -148,11 +155,13 @@
 #define self			LKP_PRIV(self)
 #define self_register		LKP_PRIV(self_register)
 #define lock_bucket		LKP_PRIV(lock_bucket)
-#define lock_bucket_pair	LKP_PRIV(lock_bucket_pair)
+#define lock_bucket_pair_in	LKP_PRIV(lock_bucket_pair_in)
 #define unlock_bucket_pair	LKP_PRIV(unlock_bucket_pair)
 #define lock_bucket_of_thread	LKP_PRIV(lock_bucket_of_thread)
 #define waiters_add		LKP_PRIV(waiters_add)
 #define queue_append		LKP_PRIV(queue_append)
+#define queue_prepend		LKP_PRIV(queue_prepend)
+#define park_common		LKP_PRIV(park_common)
 #define queue_has		LKP_PRIV(queue_has)
 #define now_ns			LKP_PRIV(now_ns)
 #define deadline_passed		LKP_PRIV(deadline_passed)
@@ -237,7 +246,8 @@ struct thread_data {
 	lk_token_t park_token;		/* owner writes before enqueueing, under the bucket lock */
 	lk_token_t unpark_token;	/* unparker writes before futex = 0 (release) */
 	uint64_t park_ns;
-	bool registered;
+	bool registered;		/* counted in `live`; thread_exit() runs at thread exit */
+	bool exited;			/* thread_exit() ran: in a later TLS destructor, never counted again */
 } __attribute__((aligned(64)));
 
 static struct table *_Atomic cur;
@@ -375,14 +385,38 @@ static inline void queue_append(struct bucket *b, struct thread_data *td)
 	BQ(b)->tail = td;
 }
 
-/* Grow until the current table has at least `want` buckets. Never waits for quiescence. */
+/* Puts td at the head of b's queue: in front of every thread parked on any address of the bucket. */
+static inline void queue_prepend(struct bucket *b, struct thread_data *td)
+{
+	td->next = BQ(b)->head;
+	BQ(b)->head = td;
+	if (!BQ(b)->tail)
+		BQ(b)->tail = td;
+}
+
+/*
+ * Grow until the current table has at least `want` buckets. Never waits for quiescence. The new
+ * table is allocated and cleared before any bucket is locked (a large memset under every bucket
+ * lock would stall every park and unpark for its duration); it is kept for the retry when another
+ * grower replaced the table first, and freed when that one is already big enough.
+ */
 static void grow(size_t want)
 {
-	for (;;) {
-		struct table *t = get_table(), *nt;
+	struct table *nt = NULL;
 
-		if (t->nbuckets >= want)
+	for (;;) {
+		struct table *t = get_table();
+
+		if (t->nbuckets >= want) {
+			free(nt);
 			return;
+		}
+		if (!nt) {
+			LK_TEST_HOOK("park.grow", t);	/* test builds only: about to allocate, no lock held */
+			nt = table_alloc(want);
+			if (!nt)	/* keep working with the old table: correct, only slower */
+				return;
+		}
 		for (size_t i = 0; i < t->nbuckets; i++)
 			bucket_lock(&t->b[i]);
 		/* relaxed: the lock of b[0] (acquire) orders us after any grower that replaced t */
@@ -390,12 +424,6 @@ static void grow(size_t want)
 			for (size_t i = 0; i < t->nbuckets; i++)
 				bucket_unlock(&t->b[i]);
 			continue;
-		}
-		nt = table_alloc(want);
-		if (!nt) {	/* keep working with the old table: correct, only slower */
-			for (size_t i = 0; i < t->nbuckets; i++)
-				bucket_unlock(&t->b[i]);
-			return;
 		}
 		for (size_t i = 0; i < t->nbuckets; i++) {
 			struct bucket *ob = &t->b[i];
@@ -436,6 +464,7 @@ static void thread_exit(void *arg)
 	struct thread_data *td = arg;
 
 	td->registered = false;
+	td->exited = true;
 	/* relaxed: a count; growth decisions tolerate staleness */
 	atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
 }
@@ -445,6 +474,15 @@ static __attribute__((noinline)) struct thread_data *self_register(void)
 	struct thread_data *td = &tls_td;
 	size_t n;
 
+	/*
+	 * A TLS destructor that runs after ours (thread_exit) may still park: the thread data is
+	 * valid until the thread is gone, but registering again would count the thread live forever
+	 * when this is the last destructor round (nothing would call thread_exit again). A thread whose
+	 * FIRST use of the lot is in its last destructor round stays counted: a sizing hint one too
+	 * high, the only case left (there is no portable way to see that the thread is exiting).
+	 */
+	if (td->exited)
+		return td;
 	pthread_once(&once, once_init);
 	pthread_setspecific(td_key, td);	/* non-NULL value: thread_exit() runs at thread exit */
 	td->registered = true;
@@ -505,30 +543,30 @@ static inline struct bucket *lock_bucket(const void *addr)
 	}
 }
 
-static void lock_bucket_pair(const void *a1, const void *a2, struct bucket **b1, struct bucket **b2)
+/* Lock the buckets of a1 and a2 in table t; false (nothing locked) when t is no longer current. */
+static bool lock_bucket_pair_in(struct table *t, const void *a1, const void *a2, struct bucket **b1,
+				struct bucket **b2)
 {
-	for (;;) {
-		struct table *t = get_table();
-		size_t i1 = hash_addr(t, a1), i2 = hash_addr(t, a2);
+	size_t i1 = hash_addr(t, a1), i2 = hash_addr(t, a2);
 
-		*b1 = &t->b[i1];
-		*b2 = &t->b[i2];
-		/* lock in index order: growers lock every bucket in index order too */
-		if (i1 <= i2) {
-			bucket_lock(*b1);
-			if (i1 != i2)
-				bucket_lock(*b2);
-		} else {
+	*b1 = &t->b[i1];
+	*b2 = &t->b[i2];
+	/* lock in index order: growers lock every bucket in index order too */
+	if (i1 <= i2) {
+		bucket_lock(*b1);
+		if (i1 != i2)
 			bucket_lock(*b2);
-			bucket_lock(*b1);
-		}
-		/* relaxed: ordered by the bucket lock acquire, as in lock_bucket() */
-		if (LKP_LIKELY(atomic_load_explicit(&cur, memory_order_relaxed) == t))
-			return;
-		bucket_unlock(*b1);
-		if (*b1 != *b2)
-			bucket_unlock(*b2);
+	} else {
+		bucket_lock(*b2);
+		bucket_lock(*b1);
 	}
+	/* relaxed: ordered by the bucket lock acquire, as in lock_bucket() */
+	if (LKP_LIKELY(atomic_load_explicit(&cur, memory_order_relaxed) == t))
+		return true;
+	bucket_unlock(*b1);
+	if (*b1 != *b2)
+		bucket_unlock(*b2);
+	return false;
 }
 
 static inline void unlock_bucket_pair(struct bucket *b1, struct bucket *b2)
@@ -553,13 +591,14 @@ static struct bucket *lock_bucket_of_thread(struct thread_data *td)
 	}
 }
 
-/* waiters += d; caller holds the bucket lock (the only writers hold it) */
+/*
+ * waiters += d. Usually under the bucket lock, but a requeuer counts its pending requeue on the
+ * target bucket before locking it, so every update is an atomic RMW.
+ */
 static inline void waiters_add(struct bucket *b, int d)
 {
-	/* relaxed: writers are serialised by the bucket lock; lockless readers are covered by the
-	 * seq_cst fences described at the top */
-	atomic_store_explicit(&b->waiters, atomic_load_explicit(&b->waiters, memory_order_relaxed) + (uint32_t)d,
-			      memory_order_relaxed);
+	/* relaxed: a count; lockless readers are ordered by the seq_cst fences described at the top */
+	atomic_fetch_add_explicit(&b->waiters, (uint32_t)d, memory_order_relaxed);
 }
 
 
@@ -647,13 +686,18 @@ static inline bool empty_fast(const void *addr)
 /* ------------------------------------------------------------------------------------------------ */
 /* API                                                                                               */
 
-int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx, lk_token_t park_token,
-		     const struct timespec *deadline, clockid_t clock, lk_token_t *unpark_token)
+/* lk_park (ops) and lkp_park_ex (xops): exactly one of the two is used (see park_internal.h). */
+static int park_common(const void *addr, const struct lk_park_ops *ops, const struct lkp_park_ops *xops,
+		       void *ctx, lk_token_t park_token, const struct timespec *deadline, clockid_t clock,
+		       lk_token_t *unpark_token)
 {
+	void (*before_sleep)(void *) = xops ? xops->before_sleep : ops ? ops->before_sleep : NULL;
+	void (*timed_out)(void *, const void *, bool) = xops ? xops->timed_out : ops ? ops->timed_out : NULL;
 	struct thread_data *td;
 	struct bucket *b;
-	bool timed_out = false;
+	bool timed_out_now;
 	bool was_last;
+	int where = LKP_PARK_TAIL;
 	uintptr_t k;
 
 	if (bad_addr(addr))
@@ -667,7 +711,11 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	/* seq_cst fence: pairs with the fence in empty_fast(): either the waker sees waiters != 0 or
 	 * validate() below sees the waker's state change */
 	dekker_fence();
-	if (ops && ops->validate && !ops->validate(ctx)) {
+	if (xops && xops->validate)
+		where = xops->validate(ctx);
+	else if (ops && ops->validate && !ops->validate(ctx))
+		where = LKP_PARK_NO;
+	if (where == LKP_PARK_NO) {
 		waiters_add(b, -1);
 		bucket_unlock(b);
 		return LK_PARK_INVALID;
@@ -677,35 +725,47 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	atomic_store_explicit(&td->futex, 1, memory_order_relaxed);
 	td->park_token = park_token;
 	td->park_ns = now_ns();
-	queue_append(b, td);
+	if (where == LKP_PARK_HEAD)
+		queue_prepend(b, td);
+	else
+		queue_append(b, td);
 	bucket_unlock(b);
+	LK_TEST_HOOK("park.queued", addr);	/* test builds only: queued, not yet asleep */
 
-	if (ops && ops->before_sleep)
-		ops->before_sleep(ctx);
+	if (before_sleep)
+		before_sleep(ctx);
 
+sleep:
+	timed_out_now = false;
 	/* acquire: pairs with the release store in wake_add(); the unpark token is then visible */
 	while (atomic_load_explicit(&td->futex, memory_order_acquire) != 0) {
 		if (deadline) {
 			if (deadline_passed(deadline, clock) ||
 			    lk_futex_wait(&td->futex, 1, deadline, clock) == ETIMEDOUT) {
-				timed_out = true;
+				timed_out_now = true;
 				break;
 			}
 		} else {
 			lk_futex_wait(&td->futex, 1, NULL, CLOCK_MONOTONIC);	/* 0/EAGAIN/EINTR: re-check */
 		}
 	}
-	if (!timed_out)
+	if (!timed_out_now)
 		goto unparked;
 
+	LK_TEST_HOOK("park.timeout", addr);	/* test builds only: timed out, bucket not yet locked */
 	b = lock_bucket_of_thread(td);
 	/* acquire: pairs with wake_add()'s release if an unparker beat the timeout */
 	if (atomic_load_explicit(&td->futex, memory_order_acquire) == 0) {
 		bucket_unlock(b);
 		goto unparked;
 	}
-	/* still queued (I1): unlink, then tell the primitive, under the bucket lock */
 	k = atomic_load_explicit(&td->key, memory_order_relaxed);	/* relaxed: we hold the lock */
+	/* still queued (I1): the primitive may keep us queued, in place, with a new deadline */
+	if (xops && xops->expired && xops->expired(ctx, (const void *)k, &td->park_token, &deadline, &clock)) {
+		bucket_unlock(b);
+		goto sleep;
+	}
+	/* unlink, then tell the primitive, under the bucket lock */
 	{
 		struct thread_data **pp = &BQ(b)->head, *prev = NULL;
 
@@ -721,8 +781,8 @@ int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx,
 	was_last = !queue_has(b, NULL, k);
 	/* relaxed: nobody reads our futex word but us now that we are off the queue */
 	atomic_store_explicit(&td->futex, 0, memory_order_relaxed);
-	if (ops && ops->timed_out)
-		ops->timed_out(ctx, (const void *)k, was_last);
+	if (timed_out)
+		timed_out(ctx, (const void *)k, was_last);
 	bucket_unlock(b);
 	return LK_PARK_TIMEDOUT;
 
@@ -730,6 +790,44 @@ unparked:
 	if (unpark_token)
 		*unpark_token = td->unpark_token;
 	return LK_PARK_UNPARKED;
+}
+
+int LKP_PUBLIC(park)(const void *addr, const struct lk_park_ops *ops, void *ctx, lk_token_t park_token,
+		     const struct timespec *deadline, clockid_t clock, lk_token_t *unpark_token)
+{
+	return park_common(addr, ops, NULL, ctx, park_token, deadline, clock, unpark_token);
+}
+
+/* Internal (park_internal.h): lk_park with head insertion and expired(). */
+__attribute__((visibility("hidden"))) int LKP_PRIV(park_ex)(const void *addr, const struct lkp_park_ops *xops,
+							  void *ctx, lk_token_t park_token,
+							  const struct timespec *deadline, clockid_t clock,
+							  lk_token_t *unpark_token)
+{
+	return park_common(addr, NULL, xops, ctx, park_token, deadline, clock, unpark_token);
+}
+
+/* Internal: is any thread queued on addr? The caller holds addr's bucket lock (a callback). */
+__attribute__((visibility("hidden"))) bool LKP_PRIV(park_has_waiters_locked)(const void *addr)
+{
+	/* relaxed: the caller holds a bucket lock of the current table, which therefore stays current */
+	struct table *t = atomic_load_explicit(&cur, memory_order_relaxed);
+
+	return t && queue_has(&t->b[hash_addr(t, addr)], NULL, (uintptr_t)addr);
+}
+
+/* Internal: the same, taking addr's bucket lock. */
+__attribute__((visibility("hidden"))) bool LKP_PRIV(park_has_waiters)(const void *addr)
+{
+	struct bucket *b;
+	bool r;
+
+	if (bad_addr(addr))
+		return false;
+	b = lock_bucket(addr);
+	r = queue_has(b, NULL, (uintptr_t)addr);
+	bucket_unlock(b);
+	return r;
 }
 
 int LKP_PUBLIC(unpark_one)(const void *addr, lk_token_t (*callback)(void *ctx, struct lk_unpark_result r),
@@ -808,14 +906,33 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 	struct lk_unpark_result r = { 0 };
 	struct wake_batch wb = { 0 };
 	struct thread_data *wake = NULL, *rq_head = NULL, *rq_tail = NULL, *td, *next, **pp;
-	struct bucket *b1, *b2;
+	struct bucket *b1, *b2, *pend;
 	enum lk_requeue_op op;
 	unsigned max_requeue;
 	lk_token_t token;
 
 	if (bad_addr(from) || bad_addr(to) || !validate)
 		return -EINVAL;
-	lock_bucket_pair(from, to, &b1, &b2);
+	/*
+	 * Count the requeue on `to`'s bucket BEFORE validate() reads the state of `to` (the kernel's
+	 * futex_hb_waiters_inc(hb2) before double_lock_hb): a waker of `to` that changes its state
+	 * and then checks the count locklessly (empty_fast) either sees this pending count - and
+	 * takes the bucket lock, finding the requeued threads once we are done - or validate() sees
+	 * its state change. Counted after validate(), the waker could see 0 in between and leave
+	 * the requeued threads asleep (issue 12, tests/test_park_requeue_race.c). The count must be
+	 * on the table whose buckets we lock: retried with the table if a grower replaced it.
+	 */
+	for (;;) {
+		struct table *t = get_table();
+
+		pend = &t->b[hash_addr(t, to)];
+		waiters_add(pend, 1);
+		/* seq_cst fence: pairs with the fence in empty_fast() of a waker of `to` (Dekker) */
+		dekker_fence();
+		if (lock_bucket_pair_in(t, from, to, &b1, &b2))
+			break;
+		waiters_add(pend, -1);	/* a retired table: its counts are poisoned, never 0 */
+	}
 	op = validate(ctx);
 	switch (op) {
 	case LK_REQUEUE_UNPARK_ONE_REQUEUE_REST:
@@ -829,6 +946,7 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 		max_requeue = 0;
 		break;
 	default:	/* LK_REQUEUE_ABORT or garbage: nothing happens */
+		waiters_add(b2, -1);	/* the pending requeue */
 		unlock_bucket_pair(b1, b2);
 		return op == LK_REQUEUE_ABORT ? 0 : -EINVAL;
 	}
@@ -869,10 +987,9 @@ int LKP_PUBLIC(unpark_requeue)(const void *from, const void *to, enum lk_requeue
 			queue_append(b2, td);
 		}
 		waiters_add(b2, (int)r.requeued_threads);
-		/* seq_cst fence: the requeued threads now wait on `to` without having validated it;
-		 * pairs with empty_fast()'s fence for a waker of `to` (as waiters++ in park()) */
-		dekker_fence();
 	}
+	/* the pending count goes only after the requeued threads are counted: it never reads 0 between */
+	waiters_add(b2, -1);
 	if (wake)
 		r.waited_ns = now_ns() - wake->park_ns;
 	token = callback ? callback(ctx, op, r) : LK_TOKEN_NORMAL;
@@ -987,11 +1104,13 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 #undef self
 #undef self_register
 #undef lock_bucket
-#undef lock_bucket_pair
+#undef lock_bucket_pair_in
 #undef unlock_bucket_pair
 #undef lock_bucket_of_thread
 #undef waiters_add
 #undef queue_append
+#undef queue_prepend
+#undef park_common
 #undef queue_has
 #undef now_ns
 #undef deadline_passed

@@ -6,7 +6,9 @@
  * Node array: nodes[slot] points to LK_QSPIN_MAX_NODES nodes of the thread that owns `slot`; it is
  * allocated the first time the slot is claimed and kept (reused by the slot's next owner) so that a
  * tail value always decodes to valid memory. Slots are claimed from a bitmap (fetch_or) and returned
- * by a pthread key destructor at thread exit.
+ * by a pthread key destructor at thread exit; from then on the thread has no slot (QS_SLOT_GONE) and a
+ * later TLS destructor of it that takes a contended qspinlock spins on trylock, never on the nodes
+ * another thread may have claimed with the slot.
  *
  * Who spins where (tail, pending, locked):
  *   pending waiter  the lock word, until locked == 0           then *,1,0 -> *,0,1
@@ -21,6 +23,7 @@
 
 #include "locklab/qspinlock.h"
 #include "locklab/relax.h"
+#include "test_hooks.h"
 
 struct qs_node {
 	struct qs_node *_Atomic next;
@@ -36,17 +39,31 @@ static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static bool slot_key_ok;
 
-static __thread int qs_slot = -1;		/* -1: none yet, -2: none available */
+/* qs_slot: a slot index, or one of these */
+#define QS_SLOT_NONE	(-1)	/* not claimed yet: the first queueing claims one */
+#define QS_SLOT_FULL	(-2)	/* none available (or the claim failed): spin on trylock */
+#define QS_SLOT_GONE	(-3)	/* given back by our TLS destructor: spin on trylock from now on */
+static __thread int qs_slot = QS_SLOT_NONE;
 static __thread struct qs_node *qs_nodes;
 static __thread unsigned qs_depth;		/* nodes in use by this thread (signal-handler nesting) */
 
 /* The half-way pending handover (0,1,0 -> 0,0,1) takes a few instructions: wait this long for it. */
 #define PENDING_LOOPS 512
 
+/*
+ * The slot key's destructor, run in the exiting thread. Another thread may claim the slot (and reuse
+ * its nodes) as soon as the bit is clear, so this thread must never queue on them again: a later
+ * TLS destructor of ours that takes a contended qspinlock spins on trylock instead (QS_SLOT_GONE;
+ * re-claiming a slot here would leak it, destructors may not run again).
+ */
 static void slot_release(void *arg)
 {
 	unsigned slot = (unsigned)(uintptr_t)arg - 1;
 
+	if (qs_slot == (int)slot) {
+		qs_slot = QS_SLOT_GONE;
+		qs_nodes = NULL;
+	}
 	/*
 	 * release: our last use of our nodes (inside the slow path) happens-before the next owner's
 	 * claim of the slot (acquire fetch_or in slot_claim), which then reinitialises them.
@@ -62,7 +79,7 @@ static void slot_key_create(void)
 static __attribute__((cold)) void slot_claim(void)
 {
 	pthread_once(&slot_once, slot_key_create);
-	qs_slot = -2;
+	qs_slot = QS_SLOT_FULL;
 	if (!slot_key_ok)
 		return;
 	for (unsigned w = 0; w < SLOT_WORDS; w++) {
@@ -125,6 +142,7 @@ static __attribute__((cold)) void spin_trylock(struct lk_qspinlock *l)
 {
 	unsigned spins = 0;
 
+	LK_TEST_HOOK("qspin.fallback", l);	/* test builds only: no node, spinning on trylock */
 	while (lk_qspin_trylock(l))
 		lk_spin_wait(&spins);
 }
@@ -190,7 +208,7 @@ __attribute__((noinline)) void lk_qspin_lock_slow(struct lk_qspinlock *l, uint32
 	return;
 
 queue:
-	if (__builtin_expect(qs_slot == -1, 0))
+	if (__builtin_expect(qs_slot == QS_SLOT_NONE, 0))
 		slot_claim();
 	if (qs_slot < 0 || qs_depth >= LK_QSPIN_MAX_NODES) {
 		spin_trylock(l);
@@ -208,6 +226,7 @@ queue:
 		goto release;
 
 	old = xchg_tail(l, tail);
+	LK_TEST_HOOK("qspin.queued", (uintptr_t)tail);	/* test builds only: our tail is published */
 	next = NULL;
 	if (old & LK_QSPIN_TAIL_MASK) {
 		struct qs_node *prev = decode_tail(old & LK_QSPIN_TAIL_MASK);

@@ -70,6 +70,27 @@ static inline struct timespec lkt_deadline_in(clockid_t clock, int64_t ns)
 	return (struct timespec){ .tv_sec = (time_t)(t / 1000000000ull), .tv_nsec = (long)(t % 1000000000ull) };
 }
 
+/*
+ * The scheduler state of thread `tid` of this process, from /proc: 'S' asleep (e.g. parked in a
+ * futex), 'R' running or runnable, '?' when unknown. Tests use it to know a thread is parked, never
+ * by sleeping and hoping.
+ */
+static inline char lkt_thread_state(int tid)
+{
+	char path[64], buf[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');	/* "tid (comm) S ...": the state follows the last ')' */
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
 /* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */
 static inline int lkt_sanitized(void)
 {

@@ -103,7 +103,9 @@ static void test_ticket_wrap(void)
 		}
 	}
 	CHECK(!lk_spin_ticket_is_locked(&t));
-	CHECK_EQ(atomic_load_explicit(&t.next, memory_order_relaxed), 70000 % 65536);
+	/* both halves wrapped past 2^16, owner carried nothing into next */
+	CHECK_EQ(lk_spin_ticket_next_of(atomic_load_explicit(&t.val, memory_order_relaxed)), 70000 % 65536);
+	CHECK_EQ(lk_spin_ticket_owner_of(atomic_load_explicit(&t.val, memory_order_relaxed)), 70000 % 65536);
 }
 
 static void test_mcs_tls_errors(void)

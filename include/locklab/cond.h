@@ -17,6 +17,9 @@
  * Misuse: waiting with a mutex the caller does not hold - EPERM when the mutex is unlocked (a mutex
  * held by another thread cannot be told apart); waiting on one condvar with two different mutexes at
  * the same time - EINVAL (the second waiter returns at once, still holding its mutex).
+ *
+ * Fork: a child forked while a parent thread waited on c can use c with any mutex (the record of the
+ * parent waiter's mutex is recognised as stale: nobody is queued on c in the child).
  */
 #ifndef LOCKLAB_COND_H
 #define LOCKLAB_COND_H

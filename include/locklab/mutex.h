@@ -5,28 +5,44 @@
  *
  * Lock word (32 bits, the whole state of the lock):
  *
- *	bit 0  LOCKED    a thread owns the mutex
- *	bit 1  PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
- *	bit 2  SPINNING  one waiter is awake and spinning on the word (a newcomer, or the waiter an
- *	                 unlock just woke); every other waiter sleeps, and unlocks wake nobody else
+ *	bit  0     LOCKED    a thread owns the mutex
+ *	bit  1     PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
+ *	bit  2     SPINNING  one waiter is awake and spinning on the word (a newcomer, or the waiter an
+ *	                     unlock just woke); every other waiter sleeps, and unlocks wake nobody else
+ *	bits 3-9   GEN       the fork generation that wrote SPINNING and OWED (0 when both are clear): a
+ *	                     child process treats an ancestor's spinner and owed waiters as gone
+ *	bits 10-31 OWED      how many parked waiters are owed a handoff (they waited past handoff_ns, or
+ *	                     are condvar waiters requeued onto the mutex); while it is not 0 every unlock
+ *	                     hands the lock to the head of the queue
  *
  * Lock is one atomic RMW (fetch_or LOCKED) when the mutex is free, whether or not waiters are
- * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps PARKED/SPINNING when they are set),
- * and calls out of line to wake a thread only when threads are parked and no spinner is awake to
- * take the lock. Both are inline below.
+ * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps the other bits when they are set), and
+ * calls out of line only when threads are parked and either no spinner is awake to take the lock or
+ * a waiter is owed it. Both are inline below; neither reads a clock or writes anything but the word.
  * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
- * whose header comment has the state diagram and the invariants.
+ * whose header comment has every transition, the invariants and the proof of the bound.
  *
  * Policy (process-wide, see struct lk_mutex_policy and docs/mutex.md): a waiter spins for a budget
  * learned from how long recent spinners had to wait for this lock (kept in a small hashed side table,
  * because 4 bytes leave no room), bounded by [spin_min_ns, spin_max_ns]; only one waiter spins at a
- * time; a parked waiter that has waited longer than handoff_ns (default 1 ms) is handed the lock
- * directly by the unlocker that wakes it, instead of having to win a race for it (anti-starvation;
- * at most one handoff per handoff_ns per lock, so that many waiters do not turn into a convoy).
+ * time. Anti-starvation (handoff_ns, default 1 ms): a parked waiter sleeps with a deadline, its first
+ * park + handoff_ns; if the lock is still held then, it becomes owed, and from then on every unlock
+ * hands the lock directly to the head of the queue (never released in between, nobody barges) until
+ * no waiter is owed. The bound, in every interleaving: the waiter at the head of the queue owns the
+ * lock at most handoff_ns + one critical section + two wake-ups (its timer's and the handoff's) after
+ * it first parked; a waiter at position k once owed, after k critical sections and k wake-ups more
+ * (the k - 1 ahead of it are handed the lock first; nobody is queued ahead of it meanwhile). While
+ * nobody has waited that long, the lock is in throughput mode (barging, one spinner, one woken waiter
+ * at a time).
  *
  * Ordering: a successful lock/trylock/timedlock is an acquire operation and unlock a release
  * operation: everything the previous owner did inside its critical section happens-before everything
  * the next owner does in its own.
+ *
+ * Fork: a child may unlock a mutex its forking thread held (lock in a pthread_atfork prepare
+ * handler, unlock in the parent and child handlers, as with glibc); another thread of the parent
+ * spinning on it or waiting past handoff_ns at the fork does not hold up the child (GEN above). A
+ * mutex held at the fork by another thread of the parent stays held forever in the child (POSIX).
  *
  * Misuse: unlocking an unlocked mutex returns EPERM; destroying a mutex that is held or waited on
  * returns EBUSY. An unlock by a thread that does NOT own a held mutex cannot be detected - the word has
@@ -49,6 +65,10 @@ extern "C" {
 #define LK_MUTEX_LOCKED		0x1u
 #define LK_MUTEX_PARKED		0x2u
 #define LK_MUTEX_SPINNING	0x4u
+#define LK_MUTEX_GEN_MASK	0x3f8u	/* bits 3-9 */
+#define LK_MUTEX_OWED_SHIFT	10
+#define LK_MUTEX_OWED_ONE	(1u << LK_MUTEX_OWED_SHIFT)	/* one waiter owed a handoff */
+#define LK_MUTEX_OWED_MASK	(~0u << LK_MUTEX_OWED_SHIFT)
 
 typedef struct lk_mutex {
 	LK_ATOMIC(uint32_t) word;
@@ -76,14 +96,14 @@ struct lk_mutex_policy {
 	 */
 	uint32_t spin_max_ns;
 	/*
-	 * A parked waiter whose wait (counted from its first park in this lock call) exceeds this is
-	 * handed the lock by the unlocker that wakes it - at most once per handoff_ns per lock (per
-	 * side-table slot): with many waiters every head of the queue has waited that long, and
-	 * handing over on every wake would make a convoy, one context switch per acquisition (that
-	 * measured 13 us per op at 256 threads here, against 0.35 us with the rate limit). Default
-	 * 1000000 (1 ms, as parking_lot's eventual fairness and Go's starvation mode): long enough that
-	 * barging keeps its throughput win, short enough that no waiter starves. 0 = always hand over
-	 * (FIFO for parked waiters).
+	 * A parked waiter whose wait (counted from its first park in this lock call) reaches this is
+	 * owed the lock: from then on unlocks hand it over, in queue order, until no waiter is owed
+	 * (the bound is in the header comment above and in docs/mutex.md). Read at a waiter's first
+	 * park. Default 1000000 (1 ms, as parking_lot's eventual fairness and Go's starvation mode):
+	 * long enough that barging keeps its throughput win, short enough that no waiter starves. The
+	 * price: while waiters are owed, every acquisition costs a wake-up (a convoy) - on a lock where
+	 * every waiter waits longer than this (many threads per CPU: 256 threads on 2 CPUs) that is
+	 * every acquisition. 0 = every parked waiter is owed at once (FIFO for parked waiters).
 	 */
 	uint64_t handoff_ns;
 };
@@ -160,8 +180,8 @@ int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *ab
 
 /*
  * Releases m. Returns 0, or EPERM when m was not locked (nothing changes). Release ordering: pairs
- * with the acquire of the next owner's lock. No syscall unless a thread is parked and no spinner is
- * awake to take the lock.
+ * with the acquire of the next owner's lock. No syscall unless a thread is parked and either no
+ * spinner is awake to take the lock or a waiter is owed it (then it is handed the lock).
  */
 static inline int lk_mutex_unlock(lk_mutex_t *m)
 {
@@ -174,9 +194,11 @@ static inline int lk_mutex_unlock(lk_mutex_t *m)
 	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
 								     memory_order_relaxed), 1))
 		return 0;
-	/* the slow path only when threads are parked and no awake spinner will take the lock */
-	while ((v & (LK_MUTEX_LOCKED | LK_MUTEX_PARKED | LK_MUTEX_SPINNING)) !=
-	       (LK_MUTEX_LOCKED | LK_MUTEX_PARKED)) {
+	/*
+	 * the slow path only when threads are parked and either no awake spinner will take the lock
+	 * or a waiter is owed a handoff (then it must get the lock, not the spinner)
+	 */
+	while (!((v & LK_MUTEX_PARKED) && (!(v & LK_MUTEX_SPINNING) || (v & LK_MUTEX_OWED_MASK)))) {
 		if (!(v & LK_MUTEX_LOCKED))
 			return EPERM;
 		/* release: as above */

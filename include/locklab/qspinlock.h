@@ -32,8 +32,9 @@
  * plain spinlock does (seed 002: 2.5x the unbounded lockref loop on 224 CPUs).
  *
  * Thread slots: a thread gets a slot (0..LK_QSPIN_MAX_THREADS-1) the first time it queues and gives
- * it back when it exits; nodes are only in use inside the slow path, so a recycled slot is never
- * referenced by a stale tail. Beyond LK_QSPIN_MAX_THREADS live queueing threads, or nesting deeper
+ * it back when it exits (a pthread key destructor); nodes are only in use inside the slow path, so a
+ * recycled slot is never referenced by a stale tail. After giving its slot back a thread never
+ * queues again: a TLS destructor that runs later and takes a contended qspinlock spins on trylock. Beyond LK_QSPIN_MAX_THREADS live queueing threads, or nesting deeper
  * than 4, a thread falls back to spinning on trylock (correct, unfair; the kernel does the same past 4
  * nesting levels).
  *

@@ -24,9 +24,17 @@
  * Saturation value LK_REFCOUNT_SATURATED = INT_MIN/2: half the negative range away from both wrap
  * points, so racing increments and decrements on a saturated count (the fast variant adds before it
  * checks) stay negative - a saturated count can never come back to a valid value. The `fast` variant
- * passes through transient negative values (e.g. INT_MIN right after overflowing INT_MAX) before it
- * pins the count; every such value is < 0 and therefore already treated as saturated by every other
- * operation. `full` never stores anything but a valid count or LK_REFCOUNT_SATURATED.
+ * stores an unchecked value first and pins the count afterwards, so racing operations can see
+ * transient values, and NOT all of them are negative: an increment that overflows INT_MAX leaves
+ * INT_MIN until its repair stores the saturation value, and a decrement racing into that window
+ * takes INT_MIN to INT_MAX - a positive, valid-looking count - until its own repair (old < 1) pins
+ * it. In such a window another operation may act on a valid-looking count (a dec succeed, an inc
+ * report a second "saturated"); the count still ends pinned, because every operation that saw an
+ * out-of-range old value stores LK_REFCOUNT_SATURATED after its RMW and every later one starts from
+ * there. The kernel's refcount_t behaves the same (it accepts the race rather than a cmpxchg loop
+ * in every operation, and places the saturation value half-way so that undoing it would take some
+ * INT_MAX/2 racing operations). `full` never stores anything but a valid count or
+ * LK_REFCOUNT_SATURATED.
  *
  * Reporting: the operation that *moves* a count into saturation calls the handler once
  * (lk_refcount_set_handler; default: one line on stderr naming the operation). Operations on an

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/hooks/hooklab.h - helpers shared by the hook tests: a per-point hit counter and a dispatcher
+ * that routes each LK_TEST_HOOK() call to the test's own handler. Built only with LOCKLAB_TEST_HOOKS.
+ */
+#ifndef LOCKLAB_HOOKLAB_H
+#define LOCKLAB_HOOKLAB_H
+
+#ifndef LOCKLAB_TEST_HOOKS
+#error "tests/hooks/ is built only by the hooks build (cmake -DLOCKLAB_TEST_HOOKS=ON)"
+#endif
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "test_hooks.h"
+#include "lktest.h"
+
+static const char *const hk_points[] = {
+	"spin_ticket.trylock", "mutex.spin", "mutex.unlock_slow", "mutex.handoff", "park.queued",
+	"park.timeout", "park.grow", "qspin.queued", "qspin.fallback",
+};
+#define HK_NPOINTS (sizeof(hk_points) / sizeof(hk_points[0]))
+
+static _Atomic unsigned long hk_hits[HK_NPOINTS];
+
+/* Index of a point name; -1 for a name this list does not know (a test fails on that). */
+static inline int hk_index(const char *point)
+{
+	for (unsigned i = 0; i < HK_NPOINTS; i++)
+		if (strcmp(point, hk_points[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static inline unsigned long hk_count(const char *point)
+{
+	int i = hk_index(point);
+
+	/* relaxed: a counter polled by the test; what it waits for is ordered by its own handshakes */
+	return i < 0 ? 0 : atomic_load_explicit(&hk_hits[i], memory_order_relaxed);
+}
+
+static void (*hk_handler)(const char *point, void *arg);
+static _Atomic int hk_unknown;
+
+static void hk_dispatch(const char *point, void *arg)
+{
+	int i = hk_index(point);
+
+	if (i < 0) {
+		atomic_fetch_add_explicit(&hk_unknown, 1, memory_order_relaxed);	/* relaxed: a count */
+		return;
+	}
+	atomic_fetch_add_explicit(&hk_hits[i], 1, memory_order_relaxed);	/* relaxed: a count */
+	if (hk_handler)
+		hk_handler(point, arg);
+}
+
+/* Route every hook to fn (NULL: count only). Call before starting the test's threads. */
+static inline void hk_install(void (*fn)(const char *point, void *arg))
+{
+	hk_handler = fn;
+	lk_test_hook_set(hk_dispatch);	/* its release publishes hk_handler */
+}
+
+static inline int hk_is(const char *point, const char *name)
+{
+	return strcmp(point, name) == 0;
+}
+
+#endif /* LOCKLAB_HOOKLAB_H */

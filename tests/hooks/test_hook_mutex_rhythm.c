@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/hooks/test_hook_mutex_rhythm.c - issue 12 defect 3, deterministic: lk_mutex's handoff bound
+ * against the alternating rhythm, with the spinner held at the mutex.spin pause point.
+ *
+ * Two threads alternate: the holder keeps the lock until the other one spins for it (SPINNING set);
+ * the spinner is held at mutex.spin while the lock is held (its budget counts rounds, so it never
+ * runs out), and takes the lock as soon as it is released. So every unlock finds a spinner and no
+ * preemption can break the rhythm. Parked waiters must still get the lock:
+ *
+ *  1. one waiter W, parked before the rhythm starts: it gets the lock before the rhythm completes
+ *     CAP acquisitions (the old code: never), and no rhythm acquisition starts after a rhythm
+ *     holder has seen W owed a handoff (the lock word's owed count, bits 10+) and before W's: W is
+ *     the queue head, its bound is the current critical section. Several policies. (A rhythm
+ *     thread that parks is behind W; with handoff_ns 0 it is owed at once too, and served after W.)
+ *  2. four waiters parked in order (one of them in timedlock): all get the lock, with no rhythm
+ *     acquisition in between once one is owed; with handoff_ns 0 (all owed at once) in their order.
+ *  3. an owed waiter whose own deadline passes before it is served: ETIMEDOUT, and the handoff count
+ *     drops back to 0 under the bucket lock (the holder checks before it unlocks).
+ *  4. an owed waiter that times out as it is handed the lock: at park.timeout (its sleep timed out,
+ *     the bucket is not locked yet) the holder unlocks and hands it the lock; the waiter must return
+ *     0 owning the lock, never ETIMEDOUT with the lock held.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hooklab.h"
+#include "locklab/mutex.h"
+#include "locklab/relax.h"
+
+#define OWED_SHIFT 10		/* the lock word's handoff count (locklab/mutex.h) */
+#define CAP 1000000ul
+#define NW 4
+
+static lk_mutex_t m = LK_MUTEX_INITIALIZER;
+static _Atomic int stop;
+static _Atomic int holder = -1;		/* 0, 1: rhythm threads; 10 + i: waiter i */
+static _Atomic unsigned long acq;	/* rhythm acquisitions */
+static _Atomic int owed_seen;		/* a rhythm holder saw the handoff count (cleared by a waiter) */
+static _Atomic unsigned long after_owed;	/* rhythm acquisitions that started after that */
+static _Atomic int order[NW], norder;
+static _Atomic int w_tid[NW];
+static _Atomic int w_left;		/* waiters not done yet */
+static __thread int role = -1;		/* 0, 1 rhythm; 10 + i waiter i; 20 the timing-out waiter */
+
+/* run 4 */
+static _Atomic int hold_at_timeout;	/* run 4: the waiter waits at park.timeout for a handoff */
+static _Atomic int timing_out;		/* the waiter is at park.timeout */
+static _Atomic unsigned long handoffs_at_start;
+
+static uint32_t word(void)
+{
+	return atomic_load_explicit(&m.word, memory_order_relaxed);	/* relaxed: observing bits */
+}
+
+static void on_hook(const char *point, void *arg)
+{
+	if (arg != &m)
+		return;
+	if (hk_is(point, "mutex.spin") && (role == 0 || role == 1)) {
+		/* the rhythm's spinner: hold S until the lock is free (or a waiter is owed it) */
+		while ((word() & LK_MUTEX_LOCKED) && !(word() >> OWED_SHIFT) && !atomic_load(&stop))
+			lk_cpu_relax();
+	} else if (hk_is(point, "park.timeout") && role == 20 && atomic_load(&hold_at_timeout) &&
+		   (word() >> OWED_SHIFT)) {
+		/* run 4: we are owed the lock (the only waiter) and our own deadline passed; let the
+		 * holder hand us the lock before we look */
+		atomic_store(&timing_out, 1);
+		while (hk_count("mutex.handoff") == atomic_load(&handoffs_at_start))
+			sched_yield();
+	}
+}
+
+static void *rhythm(void *arg)
+{
+	role = (int)(intptr_t)arg;
+	while (!atomic_load(&stop)) {
+		lk_mutex_lock(&m);
+		atomic_store(&holder, role);
+		if (atomic_fetch_add(&acq, 1) + 1 >= CAP)
+			atomic_store(&stop, 1);
+		/* (once every waiter W is served, rhythm threads parked with handoff_ns 0 are owed too) */
+		if (atomic_load(&owed_seen) && atomic_load(&w_left))
+			atomic_fetch_add(&after_owed, 1);
+		for (;;) {		/* until the other one spins for it, or a waiter is owed it */
+			uint32_t v = word();
+
+			if (v >> OWED_SHIFT) {
+				atomic_store(&owed_seen, 1);
+				break;
+			}
+			if ((v & LK_MUTEX_SPINNING) || atomic_load(&stop))
+				break;
+			lk_cpu_relax();
+		}
+		atomic_store(&holder, -1);
+		CHECK_EQ(lk_mutex_unlock(&m), 0);
+		while (!atomic_load(&stop)) {	/* lock again only while someone else holds it */
+			int h = atomic_load(&holder);
+
+			if (h != -1 && h != role)
+				break;
+			lk_cpu_relax();
+		}
+	}
+	return NULL;
+}
+
+static void *waiter(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	role = 10 + i;
+	atomic_store(&w_tid[i], (int)syscall(SYS_gettid));
+	if (i == 1) {		/* one timed waiter, with a deadline it never reaches */
+		struct timespec dl = lkt_deadline_in(CLOCK_REALTIME, 3600ll * 1000000000);
+
+		CHECK_EQ(lk_mutex_timedlock(&m, CLOCK_REALTIME, &dl), 0);
+	} else {
+		lk_mutex_lock(&m);
+	}
+	atomic_store(&holder, role);
+	atomic_store(&order[atomic_fetch_add(&norder, 1)], i);
+	atomic_store(&owed_seen, 0);
+	atomic_fetch_sub(&w_left, 1);
+	atomic_store(&holder, -1);
+	CHECK_EQ(lk_mutex_unlock(&m), 0);
+	return NULL;
+}
+
+static void rhythm_run(const char *what, const struct lk_mutex_policy *pol, int nw)
+{
+	struct lk_mutex_policy p, def;
+	pthread_t rt[2], wt[NW];
+	int before = lkt_failures;
+
+	lk_mutex_get_policy(&def);
+	atomic_store(&stop, 0);
+	atomic_store(&acq, 0);
+	atomic_store(&owed_seen, 0);
+	atomic_store(&after_owed, 0);
+	atomic_store(&norder, 0);
+	atomic_store(&w_left, nw);
+	/* the waiters park in order while we hold the lock (no spinning: they park at once) */
+	p = *pol;
+	p.spin_min_ns = p.spin_max_ns = 0;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	lk_mutex_lock(&m);
+	for (int i = 0; i < nw; i++) {
+		int tid;
+
+		atomic_store(&w_tid[i], 0);
+		CHECK_EQ(pthread_create(&wt[i], NULL, waiter, (void *)(intptr_t)i), 0);
+		while (!(tid = atomic_load(&w_tid[i])) || lkt_thread_state(tid) != 'S')
+			sched_yield();
+	}
+	/* rhythm thread 0 spins (held at mutex.spin); our unlock wakes nobody; the rhythm starts */
+	CHECK_EQ(lk_mutex_set_policy(pol), 0);
+	CHECK_EQ(pthread_create(&rt[0], NULL, rhythm, (void *)0), 0);
+	while (!(word() & LK_MUTEX_SPINNING) && !(word() >> OWED_SHIFT))
+		sched_yield();
+	CHECK_EQ(pthread_create(&rt[1], NULL, rhythm, (void *)1), 0);
+	CHECK_EQ(lk_mutex_unlock(&m), 0);
+
+	while (atomic_load(&w_left) && !atomic_load(&stop))
+		sched_yield();
+	unsigned long got = atomic_load(&acq);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(rt[i], NULL);
+	for (int i = 0; i < nw; i++)
+		pthread_join(wt[i], NULL);
+	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+
+	if (got >= CAP)
+		fprintf(stderr, "starved: of %d parked waiter(s), not all had the lock after %lu acquisitions by the "
+			"alternating threads\n", nw, got);
+	CHECK(got < CAP);
+	CHECK_EQ(atomic_load(&after_owed), 0);
+	/*
+	 * With handoff_ns 0 every waiter is owed from its first park: strict FIFO. With a deadline, a
+	 * waiter can be woken as the spinner before its timer marked it (a late timer on a loaded
+	 * machine), and if another waiter became owed meanwhile it parks again behind it (invariant 6
+	 * of src/mutex.c), so the order is by the time each became owed, not by arrival.
+	 */
+	if (pol->handoff_ns == 0)
+		for (int i = 0; i < nw; i++)
+			CHECK_EQ(atomic_load(&order[i]), i);
+	CHECK_EQ(word(), 0);
+	printf("  %-34s %d waiter(s) served after %lu rhythm acquisitions, %lu once one was owed\n", what, nw,
+	       got, atomic_load(&after_owed));
+	if (lkt_failures != before)
+		fprintf(stderr, "  (in run '%s')\n", what);
+}
+
+/* ---- runs 3 and 4: an owed waiter and its own deadline ------------------------------------------ */
+
+static _Atomic int tw_ret = -1;
+
+static void *timing_waiter(void *arg)
+{
+	int64_t ns = (int64_t)(intptr_t)arg;
+	struct timespec dl = lkt_deadline_in(CLOCK_MONOTONIC, ns);
+
+	role = 20;
+	int r = lk_mutex_timedlock(&m, CLOCK_MONOTONIC, &dl);
+	atomic_store(&tw_ret, r);
+	if (r == 0)
+		CHECK_EQ(lk_mutex_unlock(&m), 0);
+	return NULL;
+}
+
+static void owed_then_deadline(bool handed_as_it_times_out)
+{
+	struct lk_mutex_policy def, p;
+	pthread_t t;
+
+	lk_mutex_get_policy(&def);
+	p = def;
+	p.spin_min_ns = p.spin_max_ns = 0;
+	p.handoff_ns = 0;		/* owed from its first park on */
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	atomic_store(&tw_ret, -1);
+	atomic_store(&timing_out, 0);
+	atomic_store(&hold_at_timeout, handed_as_it_times_out);
+	atomic_store(&handoffs_at_start, hk_count("mutex.handoff"));
+	lk_mutex_lock(&m);
+	intptr_t deadline_ns = handed_as_it_times_out ? 50000000 : 20000000;
+
+	CHECK_EQ(pthread_create(&t, NULL, timing_waiter, (void *)deadline_ns), 0);
+	while (!(word() >> OWED_SHIFT))		/* it parked and is owed the lock */
+		sched_yield();
+	if (handed_as_it_times_out) {
+		while (!atomic_load(&timing_out))	/* its sleep timed out; it waits at park.timeout */
+			sched_yield();
+		CHECK_EQ(lk_mutex_unlock(&m), 0);	/* hands the lock over (the waiter is still queued) */
+		pthread_join(t, NULL);
+		CHECK_EQ(atomic_load(&tw_ret), 0);
+	} else {
+		while (atomic_load(&tw_ret) == -1)	/* it times out while owed */
+			sched_yield();
+		CHECK_EQ(atomic_load(&tw_ret), ETIMEDOUT);
+		CHECK_EQ(word() >> OWED_SHIFT, 0);	/* its count left with it, under the bucket lock */
+		CHECK_EQ(word(), LK_MUTEX_LOCKED);	/* the last waiter: PARKED cleared too */
+		CHECK_EQ(lk_mutex_unlock(&m), 0);
+		pthread_join(t, NULL);
+	}
+	CHECK_EQ(word(), 0);
+	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+}
+
+int main(void)
+{
+	struct lk_mutex_policy def, p;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	lkt_watchdog(180);
+	hk_install(on_hook);
+	lk_mutex_get_policy(&def);
+
+	p = def;
+	p.spin_min_ns = p.spin_max_ns = 10000000;
+	rhythm_run("spin 10 ms (the issue's)", &p, 1);
+	rhythm_run("default policy", &def, 1);
+	p = def;
+	p.handoff_ns = 0;
+	rhythm_run("handoff_ns 0", &p, 1);
+	p = def;
+	p.handoff_ns = 50000000;	/* the rhythm runs well before W's deadline */
+	rhythm_run("handoff_ns 50 ms", &p, 1);
+	p = def;
+	p.handoff_ns = 2000000;
+	rhythm_run("4 waiters, handoff_ns 2 ms", &p, NW);
+	p.handoff_ns = 0;
+	rhythm_run("4 waiters, handoff_ns 0", &p, NW);
+
+	owed_then_deadline(false);
+	owed_then_deadline(true);
+	return lkt_done("test_hook_mutex_rhythm");
+}
