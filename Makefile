@@ -1,6 +1,7 @@
 # locklab - the two commands a fresh clone needs (both do all set-up themselves):
 #   make demo    build everything and run the contention lab's default suite (~3 minutes on 2 cores)
-#   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test
+#   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test,
+#                and the arm64 runs under qemu
 # Everything else here is a step those two depend on.
 
 PYTHON  ?= python3
@@ -9,7 +10,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build test-c test-san test-py clean
+.PHONY: all demo check setup deps build test-c test-san test-py check-arm64 clean
 
 all: build
 
@@ -51,7 +52,11 @@ test-san: $(addprefix build-,$(SANITIZERS))
 test-py: $(VENV)/.stamp build
 	LOCKLAB_BENCH=$(CURDIR)/build/locklab-bench $(VENV)/bin/python -m pytest -q python/tests
 
-check: setup test-c test-san test-py
+# arm64: cross-build and run every C test under qemu-aarch64-static, LL/SC (armv8-a) and LSE (armv8.1-a)
+check-arm64: deps
+	./scripts/check-arm64
+
+check: setup test-c test-san test-py check-arm64
 
 clean:
 	rm -rf build build-* $(VENV)
