@@ -1,7 +1,7 @@
 # locklab - the two commands a fresh clone needs (both do all set-up themselves):
 #   make demo    build everything and run the contention lab's default suite (~3 minutes on 2 cores)
 #   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test,
-#                and the arm64 runs under qemu
+#                the arm64 runs under qemu and the Promela models (docs/verification.md)
 # Everything else here is a step those two depend on.
 
 PYTHON  ?= python3
@@ -10,7 +10,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build test-c test-san test-py check-arm64 clean
+.PHONY: all demo check setup deps build test-c test-san test-py check-arm64 check-models clean
 
 all: build
 
@@ -56,7 +56,11 @@ test-py: $(VENV)/.stamp build
 check-arm64: deps
 	./scripts/check-arm64
 
-check: setup test-c test-san test-py check-arm64
+# the Promela models in models/ (spin), and every mutant must be rejected
+check-models: deps
+	$(PYTHON) scripts/check-models
+
+check: setup test-c test-san test-py check-arm64 check-models
 
 clean:
 	rm -rf build build-* $(VENV)
