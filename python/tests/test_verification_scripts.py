@@ -139,3 +139,22 @@ def test_check_arm64_rejects_an_unknown_variant():
     p = subprocess.run(["/bin/bash", str(CHECK_ARM64), "armv7"], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=60)
     assert p.returncode == 2 and "unknown variant 'armv7'" in p.stderr
+
+
+def run_arm64_header_check(extra):
+    env = dict(os.environ, LOCKLAB_ARM64_HEADER_CFLAGS=extra)
+    return subprocess.run(["/bin/bash", str(CHECK_ARM64), "llsc"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+
+
+def test_check_arm64_disassembly_check_catches_outline_atomics():
+    # the LL/SC build compiled with libgcc's run-time dispatch would run LSE on an LSE CPU
+    p = run_arm64_header_check("-moutline-atomics")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "calls libgcc's outline atomics" in p.stderr
+
+
+def test_check_arm64_disassembly_check_catches_lse_in_the_llsc_build():
+    p = run_arm64_header_check("-march=armv8.1-a")  # the last -march wins: LSE in the "LL/SC" build
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "(armv8-a) contains" in p.stderr and "LSE instructions: cas" in p.stderr
