@@ -503,7 +503,9 @@ active proctype monitor()
 end:
 	atomic {
 		nlocked == 0 && !(I1(0) && I1(1) && I1(NPARK - 1) && BKT(0) && BKT(1) && BKT(2) &&
-				  BKT(3) && BKT(4) && BKT(5)) -> assert(false)
+				  BKT(3) && BKT(4) && BKT(5)) ->
+		assert(I1(0) && I1(1) && I1(NPARK - 1));	/* (spin prints the one that fails) */
+		assert(BKT(0) && BKT(1) && BKT(2) && BKT(3) && BKT(4) && BKT(5))
 	}
 }
 
