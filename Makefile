@@ -1,7 +1,6 @@
 # locklab - the two commands a fresh clone needs (both do all set-up themselves):
 #   make demo    build everything and run the contention lab's default suite (~3 minutes on 2 cores)
-#   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test,
-#                the arm64 runs under qemu and the Promela models (docs/verification.md)
+#   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test
 # Everything else here is a step those two depend on.
 
 PYTHON  ?= python3
@@ -10,7 +9,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build test-c test-san test-py check-arm64 check-models clean
+.PHONY: all demo check setup deps build test-c test-san test-py clean
 
 all: build
 
@@ -52,15 +51,19 @@ test-san: $(addprefix build-,$(SANITIZERS))
 test-py: $(VENV)/.stamp build
 	LOCKLAB_BENCH=$(CURDIR)/build/locklab-bench $(VENV)/bin/python -m pytest -q python/tests
 
+check: setup test-c test-san test-py
+
+clean:
+	rm -rf build build-* $(VENV)
+
+# ---- verification beyond the tests (docs/verification.md); part of `make check` ------------------
+.PHONY: check-arm64 check-models
 # arm64: cross-build and run every C test under qemu-aarch64-static, LL/SC (armv8-a) and LSE (armv8.1-a)
 check-arm64: deps
 	./scripts/check-arm64
 
-# the Promela models in models/ (spin), and every mutant must be rejected
+# the Promela models in models/ (spin); every mutant must be rejected
 check-models: deps
 	$(PYTHON) scripts/check-models
 
-check: setup test-c test-san test-py check-arm64 check-models
-
-clean:
-	rm -rf build build-* $(VENV)
+check: check-arm64 check-models
