@@ -85,3 +85,15 @@ check: setup test-c test-hooks test-san test-stats test-py
 
 clean:
 	rm -rf build build-* $(VENV)
+
+# ---- verification beyond the tests (docs/verification.md); part of `make check` ------------------
+.PHONY: check-arm64 check-models
+# arm64: cross-build and run every C test under qemu-aarch64-static, LL/SC (armv8-a) and LSE (armv8.1-a)
+check-arm64: deps
+	./scripts/check-arm64
+
+# the Promela models in models/ (spin); every mutant must be rejected
+check-models: deps
+	$(PYTHON) scripts/check-models
+
+check: check-arm64 check-models
