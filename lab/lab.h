@@ -51,6 +51,13 @@ struct lab_lock_ops {
 #define LAB_LOCK_SPINS		0x1u
 /* FIFO-queued waiters (ticket, MCS, queued): a preempted waiter stalls everybody behind it. */
 #define LAB_LOCK_FIFO		0x2u
+/* Holders and waiters use per-thread queue nodes (a small table per thread): a thread can hold only a
+ * few such locks at once and must unlock from the thread that locked. pthread programs do both, so
+ * the LD_PRELOAD shim (preload/) does not offer these locks. */
+#define LAB_LOCK_THREAD_NODES	0x4u
+/* Implemented with pthread_mutex_*: the shim cannot put it behind its own pthread_mutex_* (it is
+ * the shim's `glibc` passthrough instead). */
+#define LAB_LOCK_PTHREAD	0x8u
 
 struct lab_alg {
 	const char *family;	/* "mutex", "spinlock", ... */
