@@ -29,6 +29,11 @@ if(_lkp_map)
   target_link_options(locklab-preload PRIVATE -Wl,--version-script=${_lkp_map} -Wl,--no-undefined
                       -Wl,--as-needed)
   install(TARGETS locklab-preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  if(LAB_HAVE_ABSL)
+    # absl_mutex: absl's release-build mode (preload/absl_mode.cc says why)
+    target_sources(locklab-preload PRIVATE ${CMAKE_SOURCE_DIR}/preload/absl_mode.cc)
+    target_link_libraries(locklab-preload PRIVATE absl::synchronization)
+  endif()
 
   # Every tests/test_preload_*.c runs itself under the shim (tests/preload_test.h).
   foreach(src ${LOCKLAB_TESTS})

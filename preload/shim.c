@@ -26,7 +26,7 @@
  *	__count   (4)   recursion depth of a recursive mutex
  *	__owner   (8)   tid of the holder: recursive and errorcheck types always, every type when
  *	                the lock is not lk_mutex or the profile is on; 0 = not held
- *	__nusers  (12)  unused (0)
+ *	__nusers  (12)  registry locks: the fork generation the holder acquired it in (see FORK)
  *	__kind    (16)  glibc's kind word, kept in glibc's encoding: type in bits 0-1 (normal,
  *	                recursive, errorcheck, adaptive), robust 16, PI 32, PP 64, pshared 128; -1 after
  *	                destroy (as glibc)
@@ -96,9 +96,19 @@
  * waiter drops G before re-acquiring ours), so this cannot deadlock, and a signal after the waiter
  * released our mutex cannot run before the waiter is queued on the condvar.
  *
- * FORK. A pthread_atfork child handler forgets the cached tid and starts a fresh profile; the
- * out-of-line block allocator's lock is taken around fork() so the child never inherits it held.
- * Mutexes keep whatever state they had, as with glibc: one held by another thread stays held.
+ * FORK. A pthread_atfork child handler forgets the cached tid, starts a fresh profile and bumps
+ * the fork generation; the out-of-line block allocator's lock is taken around fork() so the child
+ * never inherits it held. Mutexes keep whatever state they had, as with glibc: one held by another
+ * thread stays held. One case needs more: the forking thread holds a mutex that other threads are
+ * queued on (the pthread_atfork "lock in prepare, unlock in the child" pattern). glibc's lock word
+ * only says "contended", and its unlock in the child just finds nobody to wake; but a queued lock
+ * keeps its waiters in the lock (a ticket lock's next ticket, qspinlock's MCS tail, absl's waiter
+ * list), and in the child those waiters do not exist: the unlock would hand the lock to a ghost.
+ * So a registry lock records in __nusers the fork generation it was acquired in, and the child's
+ * release of a mutex acquired before the fork gives it fresh, unlocked lock state (new out-of-line
+ * block; the old one is abandoned) instead of unlocking the inherited one. Child threads that queued
+ * on such a mutex before that release would lose their place; in the atfork pattern the release
+ * comes first. lk_mutex keeps its waiters in the parking lot, not in the word, and releases normally.
  *
  * The old condvar ABI (x86_64 pthread_cond_*@GLIBC_2.2.5, binaries linked before glibc 2.3.2): the
  * object may be only pointer-sized, so, as glibc's compat code does, its first word points to a full
@@ -181,7 +191,12 @@ static struct {
 #endif
 } real;
 
-/* glibc's default version of each symbol; older glibc without GLIBC_2.34 falls back to dlsym. */
+/*
+ * The next definition of each default-version symbol after the shim, as any interposer chains: plain
+ * dlsym(RTLD_NEXT) finds glibc's default version, or a sanitizer's interceptor loaded after us
+ * (ThreadSanitizer's, so that it sees glibc's mutexes that we pass through). The old condvar ABI is
+ * looked up by version (dlvsym). The version names below are for error messages and for the old ABI.
+ */
 #if defined(__x86_64__)
 #define V_BASE "GLIBC_2.2.5"
 #define V_COND "GLIBC_2.3.2"
@@ -195,16 +210,27 @@ static struct {
 
 static void *resolve(const char *name, const char *version)
 {
-	void *p = dlvsym(RTLD_NEXT, name, version);
+	void *p = dlsym(RTLD_NEXT, name);
 
-	if (!p)
-		p = dlsym(RTLD_NEXT, name);
 	if (!p) {
 		shim_say("cannot find glibc's %s@%s (%s)", name, version, dlerror());
 		abort();
 	}
 	return p;
 }
+
+#if defined(__x86_64__)
+static void *resolve_old(const char *name)
+{
+	void *p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+
+	if (!p) {
+		shim_say("cannot find glibc's %s@GLIBC_2.2.5 (%s)", name, dlerror());
+		abort();
+	}
+	return p;
+}
+#endif
 
 static void resolve_real(void)
 {
@@ -224,12 +250,12 @@ static void resolve_real(void)
 	real.cond_signal = resolve("pthread_cond_signal", V_COND);
 	real.cond_broadcast = resolve("pthread_cond_broadcast", V_COND);
 #if defined(__x86_64__)
-	real.old_cond_init = resolve("pthread_cond_init", "GLIBC_2.2.5");
-	real.old_cond_destroy = resolve("pthread_cond_destroy", "GLIBC_2.2.5");
-	real.old_cond_wait = resolve("pthread_cond_wait", "GLIBC_2.2.5");
-	real.old_cond_timedwait = resolve("pthread_cond_timedwait", "GLIBC_2.2.5");
-	real.old_cond_signal = resolve("pthread_cond_signal", "GLIBC_2.2.5");
-	real.old_cond_broadcast = resolve("pthread_cond_broadcast", "GLIBC_2.2.5");
+	real.old_cond_init = resolve_old("pthread_cond_init");
+	real.old_cond_destroy = resolve_old("pthread_cond_destroy");
+	real.old_cond_wait = resolve_old("pthread_cond_wait");
+	real.old_cond_timedwait = resolve_old("pthread_cond_timedwait");
+	real.old_cond_signal = resolve_old("pthread_cond_signal");
+	real.old_cond_broadcast = resolve_old("pthread_cond_broadcast");
 #endif
 }
 
@@ -331,6 +357,10 @@ static void valid_names(char *buf, size_t len)
 	}
 }
 
+#if LAB_HAVE_ABSL
+void shim_absl_release_mode(void);
+#endif
+
 static bool state_fits_inline(const struct lab_lock_ops *o)
 {
 	unsigned char probe[LAB_CACHELINE] __attribute__((aligned(LAB_CACHELINE))) = { 0 };
@@ -430,6 +460,10 @@ static int choose_lock(void)
 	mode = MODE_OPS;
 	lock_name = a->name;
 	ops = a->ops;
+#if LAB_HAVE_ABSL
+	if (strcmp(lock_name, "absl_mutex") == 0)
+		shim_absl_release_mode();	/* see preload/absl_mode.cc */
+#endif
 	ops_inline = state_fits_inline(ops);
 	ool_slab.size = state_bytes() + LAB_CACHELINE;
 	return 0;
@@ -494,6 +528,8 @@ __attribute__((constructor)) static void shim_ctor(void)
 /* ---- thread id ------------------------------------------------------------------------------------- */
 
 static __thread pid_t tid_cache __attribute__((tls_model("initial-exec")));
+/* Bumped by every fork in the child (atfork_child); see FORK in the header comment. */
+static _Atomic unsigned fork_gen;
 
 static inline pid_t self_tid(void)
 {
@@ -799,8 +835,17 @@ static int glibc_acquire(pthread_mutex_t *m, int kind, int op, clockid_t clock, 
 		}
 	}
 	struct shim_stat *e = stat_mutex(m, kind, site);
-	int r = real.mutex_trylock(m);
+	int r;
 
+	/* glibc keeps __owner for the kinds it implements: a recursive relock is not an acquisition */
+	if ((kind & KIND_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE && owner_of(m) == self_tid()) {
+		r = op == OP_LOCK ? real.mutex_lock(m) : op == OP_TRYLOCK ? real.mutex_trylock(m)
+			: op == OP_TIMED ? real.mutex_timedlock(m, abs) : real.mutex_clocklock(m, clock, abs);
+		if (!r)
+			shim_stat_recursive(e);
+		return r;
+	}
+	r = real.mutex_trylock(m);
 	if (r != EBUSY) {
 		/* acquired (EOWNERDEAD: acquired, state inconsistent), or an error lock would give too */
 		if (r == 0 || r == EOWNERDEAD)
@@ -835,7 +880,10 @@ static int glibc_release(pthread_mutex_t *m, int kind)
 		shim_stat_misuse(e, o ? SHIM_MISUSE_unlock_not_owner : SHIM_MISUSE_unlock_unlocked);
 		return real.mutex_unlock(m);
 	}
-	shim_stat_released(e);	/* before the unlock: the next holder starts its own hold time */
+	/* a nested release of a recursive mutex ends no hold; else record it before the unlock: the
+	 * next holder starts its own hold time (__count: written by the holder, that is us) */
+	if ((kind & KIND_TYPE_MASK) != PTHREAD_MUTEX_RECURSIVE || m->__data.__count <= 1)
+		shim_stat_released(e);
 	return real.mutex_unlock(m);
 }
 
@@ -905,9 +953,47 @@ static int managed_acquire(pthread_mutex_t *m, int kind, int op, clockid_t clock
 		return r;
 	if (track)
 		set_owner(m, tid);
+	if (mode == MODE_OPS)
+		/* relaxed (both): the holder's own record, read back by the holder at release */
+		__atomic_store_n(&m->__data.__nusers, atomic_load_explicit(&fork_gen, memory_order_relaxed),
+				 __ATOMIC_RELAXED);
 	if (type == PTHREAD_MUTEX_RECURSIVE)
 		m->__data.__count = 1;
 	return 0;
+}
+
+/*
+ * Released in a forked child, acquired before the fork (FORK in the header comment): give the mutex
+ * fresh, unlocked lock state instead of unlocking state that may name waiters of the parent.
+ */
+static __attribute__((noinline, cold)) void release_after_fork(pthread_mutex_t *m)
+{
+	if (ops_inline) {
+		memset(&m->__data.__lock, 0, sizeof(m->__data.__lock));
+		if (ops->init)
+			ops->init(&m->__data.__lock);
+	} else {
+		void *b = slab_alloc(&ool_slab);
+		ool_tail(b)->owner = m;
+		if (ops->init)
+			ops->init(b);
+		/* release: publishes the initialised block, as in ool_attach() */
+		__atomic_store_n(ool_slot(m), b, __ATOMIC_RELEASE);
+	}
+	/* relaxed: as in managed_acquire() */
+	__atomic_store_n(&m->__data.__nusers, atomic_load_explicit(&fork_gen, memory_order_relaxed),
+			 __ATOMIC_RELAXED);
+}
+
+static inline int prim_release(pthread_mutex_t *m)
+{
+	/* relaxed (both): the holder reads back its own record */
+	if (mode == MODE_OPS && unlikely(__atomic_load_n(&m->__data.__nusers, __ATOMIC_RELAXED) !=
+					 atomic_load_explicit(&fork_gen, memory_order_relaxed))) {
+		release_after_fork(m);
+		return 0;
+	}
+	return prim_unlock(m);
 }
 
 static int managed_release(pthread_mutex_t *m, int kind)
@@ -927,7 +1013,7 @@ static int managed_release(pthread_mutex_t *m, int kind)
 		set_owner(m, 0);
 		if (e)
 			shim_stat_released(e);
-		prim_unlock(m);
+		prim_release(m);
 		return 0;
 	}
 	/* normal and adaptive: glibc returns 0 whatever the state; count what we can see */
@@ -945,7 +1031,7 @@ static int managed_release(pthread_mutex_t *m, int kind)
 	}
 	if (e)
 		shim_stat_released(e);
-	prim_unlock(m);
+	prim_release(m);
 	return 0;
 }
 
@@ -1566,6 +1652,8 @@ static void atfork_child(void)
 	slab_unlock(&ool_slab);
 	slab_unlock(&cond_slab);
 	tid_cache = 0;
+	/* relaxed: the child's only thread */
+	atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
 	if (shim_stat_on)
 		shim_stat_fork_child();
 }
