@@ -7,6 +7,8 @@
     locklab demo [--out DIR] [--quick]          the seed-004 threads x load matrix, summary and report
     locklab compare A.json B.json [--lock NAME] [--format changelog|markdown|csv|json]
     locklab report FILES... -o DIR              (python/locklab/report.py, when installed)
+    locklab run [--lock L] [--stat] [--out F] -- CMD ARGS   a program on a shim lock (shim.py)
+    locklab apps [--quick] [--apps A,B] [--locks L,M]       real programs on every lock (apps.py)
 
 The options of `bench WORKLOAD` are generated from `locklab-bench describe`: one per described parameter,
 validated against its type and range before anything runs.  Exit status: 0 ok, 1 the driver failed,
@@ -68,6 +70,13 @@ def _top_parser():
     pc.add_argument("--lock", help="compare only this lock")
     pc.add_argument("--format", choices=["changelog", "markdown", "csv", "json"],
                     default="changelog")
+    from . import apps as _apps, shim as _shim
+    prun = sub.add_parser("run", help="run a program on a shim lock (LD_PRELOAD), optionally with "
+                          "the lock profile: locklab run [--lock L] [--stat] -- CMD ARGS")
+    _shim.add_run_arguments(prun)
+    papps = sub.add_parser("apps", help="real programs (pigz, xz, zstd, sysbench, memcached, ...) "
+                           "on every shim lock, with statistics and output checks")
+    _apps.add_arguments(papps)
     pr = sub.add_parser("report", help="HTML/plots report from results files")
     try:
         from . import report as _report
@@ -209,14 +218,20 @@ def cmd_bench(ns, argv):
 # ------------------------------------------------------------------------------------------------
 
 def cmd_list(ns):
+    from . import shim
     driver = Driver()
     doc = driver.list_doc()
     if ns.json:
         import json
-        print(json.dumps(doc, indent=1))
+        try:
+            shim_doc = shim.shim_locks()
+        except UsageError:
+            shim_doc = None
+        print(json.dumps({**doc, "shim": shim_doc}, indent=1))
         return 0
     from . import tables
     tables.console().print(tables.list_table(doc))
+    shim.print_list(tables.console())
     return 0
 
 
@@ -300,6 +315,12 @@ def _main(argv):
         return cmd_demo(ns, argv)
     if ns.cmd == "suite":
         return cmd_suite(ns)
+    if ns.cmd == "run":
+        from . import shim
+        return shim.cmd_run(ns)
+    if ns.cmd == "apps":
+        from . import apps
+        return apps.cmd_apps(ns, argv)
     raise UsageError(f"unknown command '{ns.cmd}'")
 
 
