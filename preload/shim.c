@@ -30,6 +30,9 @@
  *	__kind    (16)  glibc's kind word, kept in glibc's encoding: type in bits 0-1 (normal,
  *	                recursive, errorcheck, adaptive), robust 16, PI 32, PP 64, pshared 128; -1 after
  *	                destroy (as glibc)
+ *	__spins   (20)  (the 4 bytes of __spins/__elision) threads inside pthread_cond_wait with this
+ *	                mutex: destroy returns EBUSY while there are any, as glibc's does (its condvar
+ *	                keeps the mutex's __nusers count across the wait)
  *	__list    (24)  __next (offset 32): the out-of-line state block, when the lock needs one
  *
  * PTHREAD_MUTEX_INITIALIZER is all zeros and the recursive/errorcheck/adaptive initializers only set
@@ -148,6 +151,9 @@ _Static_assert(sizeof(pthread_mutex_t) >= 40, "pthread_mutex_t smaller than glib
 _Static_assert(sizeof(pthread_cond_t) >= 48, "pthread_cond_t smaller than glibc's");
 _Static_assert(offsetof(struct __pthread_cond_s, __wrefs) >= 8, "condvar words overlap __wrefs");
 _Static_assert(sizeof(lk_mutex_t) <= sizeof(int), "lk_mutex does not fit __lock");
+_Static_assert(offsetof(struct __pthread_mutex_s, __spins) % sizeof(int) == 0 &&
+	       offsetof(struct __pthread_mutex_s, __spins) + sizeof(int) <= offsetof(struct __pthread_mutex_s, __list),
+	       "__spins/__elision cannot hold the condvar-waiter count");
 
 /* glibc's kind encoding (nptl/pthreadP.h), which the mutex keeps. */
 #define KIND_TYPE_MASK		3	/* PTHREAD_MUTEX_KIND_MASK_NP */
@@ -550,6 +556,18 @@ static inline pid_t owner_of(pthread_mutex_t *m)
 static inline void set_owner(pthread_mutex_t *m, pid_t tid)
 {
 	__atomic_store_n(&m->__data.__owner, tid, __ATOMIC_RELAXED);
+}
+
+/* Threads waiting on a condvar with this mutex (see the layout): changed with the mutex held. */
+static inline int *cond_users(pthread_mutex_t *m)
+{
+	return (int *)(void *)&m->__data.__spins;
+}
+
+static inline void cond_user(pthread_mutex_t *m, int d)
+{
+	/* relaxed: a count that destroy reads; the program orders destroy after the waits it knows of */
+	__atomic_fetch_add(cond_users(m), d, __ATOMIC_RELAXED);
 }
 
 static inline int kind_of(pthread_mutex_t *m)
@@ -1195,8 +1213,9 @@ static int shim_mutex_destroy(pthread_mutex_t *m)
 	}
 	if (glibc_owns(kind)) {
 		r = real.mutex_destroy(m);
-	} else if (((kind & KIND_TYPE_MASK) != PTHREAD_MUTEX_NORMAL && owner_of(m) != 0) || prim_busy(m)) {
-		r = EBUSY;
+	} else if (((kind & KIND_TYPE_MASK) != PTHREAD_MUTEX_NORMAL && owner_of(m) != 0) ||
+		   __atomic_load_n(cond_users(m), __ATOMIC_RELAXED) != 0 || prim_busy(m)) {
+		r = EBUSY;		/* held, waited on, or used by a condvar waiter */
 	} else {
 		if (mode == MODE_OPS && !ops_inline)
 			ool_detach(m);
@@ -1286,6 +1305,7 @@ struct cond_wait_ctx {
 	pthread_cond_t *c;
 	pthread_mutex_t *m;
 	void *site;
+	bool counted;		/* m is ours: its condvar-user count includes us */
 };
 
 /* Cancellation cleanup, run before the application's own handlers: the mutex is held again. */
@@ -1295,6 +1315,8 @@ static void cond_wait_cancelled(void *arg)
 
 	cond_leave(w->c, true);
 	mutex_lock_any(w->m, w->site);
+	if (w->counted)
+		cond_user(w->m, -1);
 }
 
 /* Sleep on seq while it is `seq0`: a cancellation point. 0 (woken, or spuriously), ETIMEDOUT. */
@@ -1339,6 +1361,7 @@ static void shadow_cancelled(void *arg)
 	/* glibc's wait re-acquired G before unwinding: drop it, then take ours (order: ours -> G) */
 	real.mutex_unlock(s->g);
 	mutex_lock_any(s->m, s->site);
+	cond_user(s->m, -1);
 }
 
 static int shadow_wait(pthread_cond_t *c, pthread_mutex_t *m, int which, clockid_t clock,
@@ -1348,8 +1371,10 @@ static int shadow_wait(pthread_cond_t *c, pthread_mutex_t *m, int which, clockid
 	int r;
 
 	real.mutex_lock(s.g);
+	cond_user(m, 1);
 	r = mutex_unlock_any(m);
 	if (r) {
+		cond_user(m, -1);
 		real.mutex_unlock(s.g);
 		return r;
 	}
@@ -1363,6 +1388,7 @@ static int shadow_wait(pthread_cond_t *c, pthread_mutex_t *m, int which, clockid
 	pthread_cleanup_pop(0);
 	real.mutex_unlock(s.g);
 	int lr = mutex_lock_any(m, site);
+	cond_user(m, -1);
 	return lr ? lr : r;
 }
 
@@ -1423,14 +1449,18 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int which, cl
 
 	struct shim_stat *e = shim_stat_on ? shim_stat_get(c, SHIM_OBJ_COND, (int)cond_wrefs(c), site,
 							   SHIM_SITE_FIRST_USE) : NULL;
-	struct cond_wait_ctx w = { .c = c, .m = m, .site = site };
+	struct cond_wait_ctx w = { .c = c, .m = m, .site = site, .counted = !mutex_is_glibc(m) };
 	/* relaxed (both): we hold the mutex; its release in the unlock below orders them before any
 	 * signaller that takes the mutex afterwards (see the header: no lost wakeup) */
 	uint32_t seq0 = atomic_load_explicit(cond_seq(c), memory_order_relaxed);
 	atomic_fetch_add_explicit(cond_waiters(c), 1, memory_order_relaxed);
 
+	if (w.counted)
+		cond_user(m, 1);
 	r = mutex_unlock_any(m);
 	if (r) {			/* EPERM: an errorcheck/recursive mutex the caller does not hold */
+		if (w.counted)
+			cond_user(m, -1);
 		cond_leave(c, false);
 		errno = saved;
 		return r;
@@ -1441,6 +1471,8 @@ static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, int which, cl
 	if (e)
 		shim_stat_cond_waited(e, shim_now_ns() - t0, r == ETIMEDOUT);
 	int lr = mutex_lock_any(m, site);
+	if (w.counted)
+		cond_user(m, -1);
 	errno = saved;
 	return lr ? lr : r;		/* EOWNERDEAD etc. from a robust glibc mutex come first */
 }

@@ -12,8 +12,9 @@
  *                         unlocked mutex EPERM
  *   recursive             nesting, trylock by the owner nests, EPERM for a non-owner and past the
  *                         last level, EAGAIN when the count would wrap (lock and trylock)
- *   destroy               EBUSY while held (each type), 0 after the unlock, EINVAL for every use of
- *                         a destroyed mutex, 0 for a second destroy, usable again after init
+ *   destroy               EBUSY while held (each type) and while a thread waits with it in
+ *                         pthread_cond_wait, 0 after the unlock, EINVAL for every use of a destroyed
+ *                         mutex, 0 for a second destroy, usable again after init
  *   consistent            EINVAL on a mutex that is not robust
  *   errno                 a contended lock and unlock leave errno alone
  *   exclusion             a short count with a sleeping holder: lock really excludes
@@ -194,6 +195,51 @@ static void check_destroy_other(void)
 	CHECK_EQ(pthread_mutex_destroy(&m), 0);
 }
 
+struct cwait {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int waiting, go;	/* under m */
+};
+
+static void *cwait_main(void *arg)
+{
+	struct cwait *w = arg;
+
+	pthread_mutex_lock(&w->m);
+	w->waiting = 1;
+	while (!w->go)
+		pthread_cond_wait(&w->c, &w->m);
+	pthread_mutex_unlock(&w->m);
+	return NULL;
+}
+
+/* glibc refuses to destroy a mutex a thread waits with inside pthread_cond_wait (EBUSY), though it
+ * is unlocked at that moment */
+static void check_destroy_with_cond_waiter(int type)
+{
+	struct cwait w = { .c = PTHREAD_COND_INITIALIZER };
+	pthread_t t;
+
+	init_type(&w.m, type);
+	CHECK_EQ(pthread_create(&t, NULL, cwait_main, &w), 0);
+	for (;;) {
+		pthread_mutex_lock(&w.m);
+		int in = w.waiting;
+		pthread_mutex_unlock(&w.m);
+		if (in)
+			break;
+		sched_yield();
+	}
+	CHECK_EQ(pthread_mutex_destroy(&w.m), EBUSY);
+	pthread_mutex_lock(&w.m);
+	w.go = 1;
+	pthread_cond_broadcast(&w.c);
+	pthread_mutex_unlock(&w.m);
+	pthread_join(t, NULL);
+	CHECK_EQ(pthread_mutex_destroy(&w.m), 0);
+	CHECK_EQ(pthread_cond_destroy(&w.c), 0);
+}
+
 static void *release_later(void *arg)
 {
 	struct other *o = arg;
@@ -300,6 +346,8 @@ int main(int argc, char **argv)
 	check_destroy(PTHREAD_MUTEX_ERRORCHECK);
 	check_destroy(PTHREAD_MUTEX_RECURSIVE);
 	check_destroy_other();
+	check_destroy_with_cond_waiter(PTHREAD_MUTEX_NORMAL);
+	check_destroy_with_cond_waiter(PTHREAD_MUTEX_ERRORCHECK);
 
 	pthread_mutex_t c = PTHREAD_MUTEX_INITIALIZER;
 	CHECK_EQ(pthread_mutex_consistent(&c), EINVAL);
