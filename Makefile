@@ -1,7 +1,8 @@
 # locklab - the two commands a fresh clone needs (both do all set-up themselves):
 #   make demo    build everything and run the contention lab's default suite (~3 minutes on 2 cores)
 #   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test
-# Everything else here is a step those two depend on.
+#   make conformance   glibc's own nptl tests on the LD_PRELOAD shim (tests/glibc; ~10 minutes on 2 cores)
+# Everything else here is a step those depend on.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -9,7 +10,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build test-c test-san test-py clean
+.PHONY: all demo check setup deps build test-c test-san test-py conformance clean
 
 all: build
 
@@ -52,6 +53,12 @@ test-py: $(VENV)/.stamp build
 	LOCKLAB_BENCH=$(CURDIR)/build/locklab-bench $(VENV)/bin/python -m pytest -q python/tests
 
 check: setup test-c test-san test-py
+
+# glibc's tst-mutex*/tst-cond*/tst-cancel*/tst-robust* built from Debian's glibc-source against the
+# installed glibc and run natively, through the shim (glibc), on lk_mutex and on futex3, plus the lab's
+# stress tests through the shim. Fails when a test that passes natively fails under the shim.
+conformance: setup
+	$(PYTHON) tests/glibc/conformance.py --json build/glibc-tests/results.json --md build/glibc-tests/results.md
 
 clean:
 	rm -rf build build-* $(VENV)
