@@ -1,7 +1,8 @@
 # locklab - the two commands a fresh clone needs (both do all set-up themselves):
 #   make demo    build everything and answer: does lk_mutex beat the locks programs use? (~3 minutes)
 #   make check   build normal + ThreadSanitizer + AddressSanitizer + UBSan variants and run every test
-# Everything else here is a step those two depend on.
+#   make conformance   glibc's own nptl tests on the LD_PRELOAD shim (tests/glibc; ~10 minutes on 2 cores)
+# Everything else here is a step those depend on.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -9,7 +10,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build build-stats build-hooks test-c test-san test-stats test-hooks test-py test-skips clean
+.PHONY: all demo check setup deps build build-stats build-hooks test-c test-san test-stats test-hooks test-py test-skips conformance clean
 
 all: build
 
@@ -82,6 +83,12 @@ test-skips:
 
 check: setup test-c test-hooks test-san test-stats test-py
 	@$(MAKE) --no-print-directory test-skips
+
+# glibc's tst-mutex*/tst-cond*/tst-cancel*/tst-robust* built from Debian's glibc-source against the
+# installed glibc and run natively, through the shim (glibc), on lk_mutex and on futex3, plus the lab's
+# stress tests through the shim. Fails when a test that passes natively fails under the shim.
+conformance: setup
+	$(PYTHON) tests/glibc/conformance.py --json build/glibc-tests/results.json --md build/glibc-tests/results.md
 
 clean:
 	rm -rf build build-* $(VENV)

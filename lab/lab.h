@@ -54,6 +54,13 @@ struct lab_lock_ops {
 /* The lock counts its slow-path events in src/lockstat.h (nonzero only in a statistics build,
  * cmake -DLOCKLAB_STATS=ON); the mutex workloads report them as "lock_stats". */
 #define LAB_LOCK_STATS		0x4u
+/* Holders and waiters use per-thread queue nodes (a small table per thread): a thread can hold only a
+ * few such locks at once and must unlock from the thread that locked. pthread programs do both, so
+ * the LD_PRELOAD shim (preload/) does not offer these locks. */
+#define LAB_LOCK_THREAD_NODES	0x8u
+/* Implemented with pthread_mutex_*: the shim cannot put it behind its own pthread_mutex_* (it is
+ * the shim's `glibc` passthrough instead). */
+#define LAB_LOCK_PTHREAD	0x10u
 
 struct lab_alg {
 	const char *family;	/* "mutex", "spinlock", ... */

@@ -109,7 +109,7 @@ static void glibc_unlock(void *l)
 		.lock = glibc_lock,			\
 		.trylock = glibc_trylock,		\
 		.unlock = glibc_unlock,			\
-		.flags = 0,				\
+		.flags = LAB_LOCK_PTHREAD,		\
 	}
 
 GLIBC_OPS(lab_glibc_normal_ops, glibc_normal_init);

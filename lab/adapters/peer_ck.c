@@ -187,7 +187,7 @@ const struct lab_lock_ops lab_ck_mcs_ops = {
 	.lock = ck_mcs_lock,
 	.trylock = ck_mcs_trylock,
 	.unlock = ck_mcs_unlock,
-	.flags = LAB_LOCK_SPINS | LAB_LOCK_FIFO,
+	.flags = LAB_LOCK_SPINS | LAB_LOCK_FIFO | LAB_LOCK_THREAD_NODES,
 };
 
 #endif /* LAB_HAVE_CK */

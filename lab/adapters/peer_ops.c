@@ -48,7 +48,8 @@ _Static_assert(LAB_PEER_STATE >= LAB_CACHELINE && LAB_PEER_ALIGN <= LAB_CACHELIN
 /* Spins with exponential backoff, then sched_yield(); unfair. */
 PEER_OPS(lab_tbb_spin_ops, lab_tbb_spin, lab_tbb_spin_init, LAB_LOCK_SPINS);
 /* MCS queue, each waiter spinning (backoff, then yield) on its own node: FIFO. */
-PEER_OPS(lab_tbb_queuing_ops, lab_tbb_queuing, lab_tbb_queuing_init, LAB_LOCK_SPINS | LAB_LOCK_FIFO);
+PEER_OPS(lab_tbb_queuing_ops, lab_tbb_queuing, lab_tbb_queuing_init,
+	 LAB_LOCK_SPINS | LAB_LOCK_FIFO | LAB_LOCK_THREAD_NODES);
 #endif
 
 #if LAB_HAVE_ABSL

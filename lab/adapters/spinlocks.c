@@ -107,7 +107,7 @@ const struct lab_lock_ops lab_spin_mcs_ops = {
 	.lock = mcs_lock,
 	.trylock = mcs_trylock,
 	.unlock = mcs_unlock,
-	.flags = LAB_LOCK_SPINS | LAB_LOCK_FIFO,
+	.flags = LAB_LOCK_SPINS | LAB_LOCK_FIFO | LAB_LOCK_THREAD_NODES,
 };
 
 const struct lab_lock_ops lab_qspinlock_ops = {

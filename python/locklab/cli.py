@@ -9,6 +9,8 @@
     locklab show FILE... [--focus NAME]         the tables of saved results files
     locklab compare A.json B.json [--lock NAME] [--format changelog|markdown|csv|json]
     locklab report FILES... -o DIR [--focus NAME]   static HTML report (python/locklab/report.py)
+    locklab run [--lock L] [--stat] [--out F] -- CMD ARGS   a program on a shim lock (shim.py)
+    locklab apps [--quick] [--apps A,B] [--locks L,M]       real programs on every lock (apps.py)
 
 The options of `bench WORKLOAD` are generated from `locklab-bench describe`: one per described parameter,
 validated against its type and range before anything runs.  Exit status: 0 ok, 1 the driver failed,
@@ -102,6 +104,13 @@ def _top_parser():
     pc.add_argument("--lock", help="compare only this lock")
     pc.add_argument("--format", choices=["changelog", "markdown", "csv", "json"],
                     default="changelog")
+    from . import apps as _apps, shim as _shim
+    prun = sub.add_parser("run", help="run a program on a shim lock (LD_PRELOAD), optionally with "
+                          "the lock profile: locklab run [--lock L] [--stat] -- CMD ARGS")
+    _shim.add_run_arguments(prun)
+    papps = sub.add_parser("apps", help="real programs (pigz, xz, zstd, sysbench, memcached, ...) "
+                           "on every shim lock, with statistics and output checks")
+    _apps.add_arguments(papps)
     pr = sub.add_parser("report", help="HTML/plots report from results files")
     from . import report as _report
     _report.add_arguments(pr)
@@ -247,14 +256,20 @@ def cmd_bench(ns, argv):
 # ------------------------------------------------------------------------------------------------
 
 def cmd_list(ns):
+    from . import shim
     driver = Driver()
     doc = driver.list_doc()
     if ns.json:
         import json
-        print(json.dumps(doc, indent=1))
+        try:
+            shim_doc = shim.shim_locks()
+        except UsageError:
+            shim_doc = None
+        print(json.dumps({**doc, "shim": shim_doc}, indent=1))
         return 0
     from . import tables
     tables.console().print(tables.list_table(doc))
+    shim.print_list(tables.console())
     return 0
 
 
@@ -351,6 +366,12 @@ def _main(argv):
         return cmd_demo(ns, argv)
     if ns.cmd == "suite":
         return cmd_suite(ns)
+    if ns.cmd == "run":
+        from . import shim
+        return shim.cmd_run(ns)
+    if ns.cmd == "apps":
+        from . import apps
+        return apps.cmd_apps(ns, argv)
     raise UsageError(f"unknown command '{ns.cmd}'")
 
 
