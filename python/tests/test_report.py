@@ -485,13 +485,20 @@ def test_summary_md_is_included(tmp_path, strict, run_cli):
 
 
 def test_committed_results_validate():
-    """Every results file in docs/results (the suite record) satisfies the published schema."""
+    """Every JSON file in docs/results names its format, and every results file (the suite record)
+    satisfies the published schema."""
     from locklab import results
     root = PYDIR.parent / "docs" / "results"
     files = sorted(root.rglob("*.json"))
     assert files
+    checked = 0
     for f in files:
-        results.load(f)
+        schema = json.loads(f.read_text()).get("schema")
+        assert isinstance(schema, str) and schema.startswith("locklab-"), f"{f}: no schema name"
+        if schema == results.SCHEMA:
+            results.load(f)
+            checked += 1
+    assert checked
 
 
 # ---------------------------------------------------------------------------------------------
