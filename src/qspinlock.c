@@ -8,13 +8,15 @@
  * tail value always decodes to valid memory. A thread's nodes are in use only inside its slow path:
  * once that returns, no tail names them and no other thread touches them.
  *
- * Slots. slot_map has a bit per slot (set = claimed); slot_owner[slot] = (generation << 32 | tid) of
- * the claimer, tid 0 while the slot is free. A thread claims a slot the first time it queues and
+ * Slots. slot_map has a bit per slot (set = claimed); slot_owner[slot] = (epoch, generation, tid) of
+ * the claimer (16, 16 and 32 bits), tid 0 while the slot is free; epoch = the process's fork epoch
+ * (slot_epoch, bumped in every fork child). A thread claims a slot the first time it queues and
  * registers a pthread key destructor that gives it back when the thread exits. Per slot:
  *
- *   free (bit 0, tid 0) --claim: fetch_or bit, owner = (g+1, tid)--> owned (bit 1, tid)
- *   owned --key destructor: owner = (g, 0), fetch_and ~bit--> free
- *   owned, owner thread dead --reclaim: cas owner (g, dead) -> (g+1, tid); bit stays 1--> owned
+ *   free (bit 0, tid 0) --claim: fetch_or bit, owner = (E, g+1, tid)--> owned (bit 1, tid)
+ *   owned --key destructor: owner = (e, g, 0), fetch_and ~bit--> free
+ *   owned by a dead thread of this process (e == E) --reclaim: cas owner (E, g, dead) -> (E, g+1, tid);
+ *   bit stays 1--> owned
  *
  * After its destructor gave the slot back the thread has no slot (QS_SLOT_GONE): a later TLS
  * destructor of it that takes a contended qspinlock spins on trylock, never on the nodes another
@@ -23,11 +25,14 @@
  * it never runs, and the slot stays claimed after the thread is gone. There is no portable way to
  * see, in the thread, that this round is the last, so such slots are recognised from outside instead:
  * a claimer that finds no free bit reclaims a slot whose owner no longer exists (tgkill(pid, tid, 0)
- * fails with ESRCH). A live owner never looks dead (the tid is the kernel's, it cannot change while the
- * thread lives; a fork child re-tags the forking thread's slot with its new tid in an atfork handler,
- * and parent threads' slots are dead in the child). A dead owner can look alive only when its tid was
- * reused by a new thread of the process: the slot is then skipped, not taken. The generation makes a
- * reclaim CAS that raced with a release and a new claim fail even if the tid came back.
+ * fails with ESRCH). A live owner never looks dead: the tid is the kernel's and cannot change while the
+ * thread lives, and a fork child re-tags the forking thread's slot with its new tid and the new epoch
+ * (atfork handler). A fork child never reclaims a slot of an earlier epoch (a parent thread's): such a
+ * thread may have been queued at the fork, its node still linked from a lock word the child inherited,
+ * so those slots stay claimed in the child, as they always did. A dead owner can look alive only when
+ * its tid was reused by a new thread of the process: the slot is then skipped, not taken. The
+ * generation makes a reclaim CAS that raced with a give-back and a new claim fail even if the tid
+ * came back.
  *
  * Who spins where (tail, pending, locked):
  *   pending waiter  the lock word, until locked == 0           then *,1,0 -> *,0,1
@@ -71,11 +76,20 @@ static __thread unsigned qs_depth;		/* nodes in use by this thread (signal-handl
 /* The half-way pending handover (0,1,0 -> 0,0,1) takes a few instructions: wait this long for it. */
 #define PENDING_LOOPS 512
 
-#define OWNER(gen, tid)	(((uint64_t)(gen) << 32) | (uint32_t)(tid))
-#define OWNER_GEN(o)	((uint32_t)((o) >> 32))
+#define OWNER(epoch, gen, tid) \
+	(((uint64_t)((epoch) & 0xffffu) << 48) | ((uint64_t)((gen) & 0xffffu) << 32) | (uint32_t)(tid))
+#define OWNER_EPOCH(o)	((uint32_t)((o) >> 48))
+#define OWNER_GEN(o)	((uint32_t)((o) >> 32) & 0xffffu)
 #define OWNER_TID(o)	((uint32_t)(o))
 
-static _Atomic uint64_t slot_owner[LK_QSPIN_MAX_THREADS];	/* (generation, tid); tid 0 = free */
+static _Atomic uint64_t slot_owner[LK_QSPIN_MAX_THREADS];	/* (epoch, generation, tid); tid 0 = free */
+static _Atomic uint32_t slot_epoch;	/* bumped (mod 2^16) in each fork child */
+
+static uint32_t epoch_now(void)
+{
+	/* relaxed: written only by a fork child's atfork handler, while that child is single-threaded */
+	return atomic_load_explicit(&slot_epoch, memory_order_relaxed) & 0xffffu;
+}
 
 static uint32_t qs_gettid(void)
 {
@@ -89,7 +103,7 @@ static void slot_give_back(unsigned slot)
 	uint64_t o = atomic_load_explicit(&slot_owner[slot], memory_order_relaxed);
 
 	/* relaxed: ordered before the bit's release below, which the next claimer acquires */
-	atomic_store_explicit(&slot_owner[slot], OWNER(OWNER_GEN(o), 0), memory_order_relaxed);
+	atomic_store_explicit(&slot_owner[slot], OWNER(OWNER_EPOCH(o), OWNER_GEN(o), 0), memory_order_relaxed);
 	/*
 	 * release: our last use of our nodes (inside the slow path) and the owner word happen-before the
 	 * next owner's claim of the slot (acquire fetch_or in slot_take_free), which then reinitialises
@@ -115,14 +129,20 @@ static void slot_release(void *arg)
 	slot_give_back(slot);
 }
 
-/* fork child: the forking thread (the only one now) keeps its slot under its new tid */
+/*
+ * fork child: a new epoch (the parent's threads' slots are never reclaimed here), and the forking
+ * thread (the only one now) keeps its slot under its new tid.
+ */
 static void slot_atfork_child(void)
 {
+	/* relaxed everywhere: the child is single-threaded while atfork handlers run */
+	uint32_t e = (epoch_now() + 1) & 0xffffu;
+
+	atomic_store_explicit(&slot_epoch, e, memory_order_relaxed);
 	if (qs_slot >= 0) {
-		/* relaxed: the child is single-threaded while atfork handlers run */
 		uint64_t o = atomic_load_explicit(&slot_owner[qs_slot], memory_order_relaxed);
 
-		atomic_store_explicit(&slot_owner[qs_slot], OWNER(OWNER_GEN(o) + 1, qs_gettid()),
+		atomic_store_explicit(&slot_owner[qs_slot], OWNER(e, OWNER_GEN(o) + 1, qs_gettid()),
 				      memory_order_relaxed);
 	}
 }
@@ -153,7 +173,8 @@ static int slot_take_free(uint32_t me)
 			/* relaxed: the bit makes us the only writer (reclaimers skip tid 0) */
 			uint64_t o = atomic_load_explicit(&slot_owner[slot], memory_order_relaxed);
 
-			atomic_store_explicit(&slot_owner[slot], OWNER(OWNER_GEN(o) + 1, me), memory_order_relaxed);
+			atomic_store_explicit(&slot_owner[slot], OWNER(epoch_now(), OWNER_GEN(o) + 1, me),
+					      memory_order_relaxed);
 			return (int)slot;
 		}
 	}
@@ -167,13 +188,15 @@ static bool owner_gone(uint32_t tid)
 }
 
 /*
- * owned by a dead thread -> owned by `me`: a slot whose owner exited without its key destructor (its
- * first queueing was in its last destructor round), or a parent thread's slot in a fork child. Only
- * when no bit is free, so the cost (a system call per slot examined) is paid only by a thread that
- * would otherwise fall back to trylock spinning for good. Returns the slot, or -1.
+ * owned by a dead thread of this process (this epoch) -> owned by `me`: a slot whose owner exited
+ * without its key destructor (its first queueing was in its last destructor round). Only when no bit
+ * is free, so the cost (a system call per slot examined) is paid only by a thread that would
+ * otherwise fall back to trylock spinning for good. Returns the slot, or -1.
  */
 static __attribute__((cold)) int slot_reclaim(uint32_t me)
 {
+	uint32_t epoch = epoch_now();
+
 	for (unsigned slot = 0; slot < LK_QSPIN_MAX_THREADS; slot++) {
 		/*
 		 * acquire: pairs with nothing formal. The dead owner's last use of its nodes ended before
@@ -184,10 +207,11 @@ static __attribute__((cold)) int slot_reclaim(uint32_t me)
 		uint64_t o = atomic_load_explicit(&slot_owner[slot], memory_order_acquire);
 		uint32_t tid = OWNER_TID(o);
 
-		if (tid == 0 || tid == me || !owner_gone(tid))
+		if (tid == 0 || tid == me || OWNER_EPOCH(o) != epoch || !owner_gone(tid))
 			continue;
 		/* acquire: as above. Fails if the slot was given back (tid 0) or taken meanwhile (g+1) */
-		if (atomic_compare_exchange_strong_explicit(&slot_owner[slot], &o, OWNER(OWNER_GEN(o) + 1, me),
+		if (atomic_compare_exchange_strong_explicit(&slot_owner[slot], &o,
+							    OWNER(epoch, OWNER_GEN(o) + 1, me),
 							    memory_order_acquire, memory_order_relaxed))
 			return (int)slot;
 	}
