@@ -83,8 +83,8 @@
  *   queues of threads that do not exist; a pthread_atfork child handler resets every bucket of the
  *   current table, frees the retired tables and sets the live count to the forking thread alone. It
  *   is registered by a library constructor (priority 101), so it runs before the child handlers a
- *   program registers in main() or in default-priority constructors; a handler registered earlier
- *   (another library's constructor that runs first) sees the parent's queues (docs/park.md).
+ *   program registers in main() or in its default-priority constructors; a handler registered
+ *   earlier (by a constructor that runs before ours) sees the parent's queues (docs/park.md).
  *
  * Memory ordering summary
  *   - bucket lock: acquire on lock, release on unlock (orders all queue and thread_data fields).
