@@ -81,7 +81,10 @@
  *
  * Fork: the child inherits bucket locks possibly held by threads that do not exist in it and
  *   queues of threads that do not exist; a pthread_atfork child handler resets every bucket of the
- *   current table, frees the retired tables and sets the live count to the forking thread alone.
+ *   current table, frees the retired tables and sets the live count to the forking thread alone. It
+ *   is registered by a library constructor (priority 101), so it runs before the child handlers a
+ *   program registers in main() or in its default-priority constructors; a handler registered
+ *   earlier (by a constructor that runs before ours) sees the parent's queues (docs/park.md).
  *
  * Memory ordering summary
  *   - bucket lock: acquire on lock, release on unlock (orders all queue and thread_data fields).
@@ -143,6 +146,7 @@
 #define once_init		LKP_PRIV(once_init)
 #define thread_exit		LKP_PRIV(thread_exit)
 #define atfork_child		LKP_PRIV(atfork_child)
+#define atfork_register		LKP_PRIV(atfork_register)
 #define bucket_lock		LKP_PRIV(bucket_lock)
 #define bucket_lock_slow	LKP_PRIV(bucket_lock_slow)
 #define bucket_unlock		LKP_PRIV(bucket_unlock)
@@ -338,6 +342,19 @@ static void thread_exit(void *arg);
 static void once_init(void)
 {
 	pthread_key_create(&td_key, thread_exit);
+}
+
+/*
+ * The fork handler is registered when the library is loaded, not at the first park: child handlers
+ * run in registration order, and a program registers its own (the glibc pattern "lock in prepare,
+ * unlock in child") early in main(), before any thread parks. Registered lazily, ours came after
+ * theirs, so their child handler ran against the parent's queues: an unpark there "woke" a thread that
+ * does not exist in the child. Priority 101 (the first one not reserved for the implementation) puts
+ * it ahead of every default-priority constructor of a statically linked program as well; what can
+ * still come first is listed in docs/park.md ("Fork"). Only the handler: the table stays lazy.
+ */
+static __attribute__((constructor(101))) void atfork_register(void)
+{
 	pthread_atfork(NULL, NULL, atfork_child);
 }
 
@@ -357,7 +374,6 @@ static __attribute__((noinline)) struct table *get_table_slow(void)
 	size_t n = atomic_load_explicit(&live, memory_order_relaxed);	/* relaxed: sizing hint */
 	struct table *t, *old = NULL;
 
-	pthread_once(&once, once_init);	/* the fork handler exists before any bucket can be held */
 	t = table_alloc(LK_PARK_BUCKETS_PER_THREAD * (n ? n : 1));
 
 	if (!t)
@@ -1072,7 +1088,6 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 {
 	if (nbuckets == 0 || nbuckets > ((size_t)1 << 24))
 		return -EINVAL;
-	pthread_once(&once, once_init);
 	grow(nbuckets);
 	return 0;
 }
@@ -1092,6 +1107,7 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 #undef once_init
 #undef thread_exit
 #undef atfork_child
+#undef atfork_register
 #undef bucket_lock
 #undef bucket_lock_slow
 #undef bucket_unlock

@@ -5,10 +5,34 @@
  *
  * Node array: nodes[slot] points to LK_QSPIN_MAX_NODES nodes of the thread that owns `slot`; it is
  * allocated the first time the slot is claimed and kept (reused by the slot's next owner) so that a
- * tail value always decodes to valid memory. Slots are claimed from a bitmap (fetch_or) and returned
- * by a pthread key destructor at thread exit; from then on the thread has no slot (QS_SLOT_GONE) and a
- * later TLS destructor of it that takes a contended qspinlock spins on trylock, never on the nodes
- * another thread may have claimed with the slot.
+ * tail value always decodes to valid memory. A thread's nodes are in use only inside its slow path:
+ * once that returns, no tail names them and no other thread touches them.
+ *
+ * Slots. slot_map has a bit per slot (set = claimed); slot_owner[slot] = (epoch, generation, tid) of
+ * the claimer (16, 16 and 32 bits), tid 0 while the slot is free; epoch = the process's fork epoch
+ * (slot_epoch, bumped in every fork child). A thread claims a slot the first time it queues and
+ * registers a pthread key destructor that gives it back when the thread exits. Per slot:
+ *
+ *   free (bit 0, tid 0) --claim: fetch_or bit, owner = (E, g+1, tid)--> owned (bit 1, tid)
+ *   owned --key destructor: owner = (e, g, 0), fetch_and ~bit--> free
+ *   owned by a dead thread of this process (e == E) --reclaim: cas owner (E, g, dead) -> (E, g+1, tid);
+ *   bit stays 1--> owned
+ *
+ * After its destructor gave the slot back the thread has no slot (QS_SLOT_GONE): a later TLS
+ * destructor of it that takes a contended qspinlock spins on trylock, never on the nodes another
+ * thread may have claimed with the slot. A thread whose FIRST queueing happens in its last
+ * destructor round (from a key that comes after ours in key order) registers our destructor too late:
+ * it never runs, and the slot stays claimed after the thread is gone. There is no portable way to
+ * see, in the thread, that this round is the last, so such slots are recognised from outside instead:
+ * a claimer that finds no free bit reclaims a slot whose owner no longer exists (tgkill(pid, tid, 0)
+ * fails with ESRCH). A live owner never looks dead: the tid is the kernel's and cannot change while the
+ * thread lives, and a fork child re-tags the forking thread's slot with its new tid and the new epoch
+ * (atfork handler). A fork child never reclaims a slot of an earlier epoch (a parent thread's): such a
+ * thread may have been queued at the fork, its node still linked from a lock word the child inherited,
+ * so those slots stay claimed in the child, as they always did. A dead owner can look alive only when
+ * its tid was reused by a new thread of the process: the slot is then skipped, not taken. The
+ * generation makes a reclaim CAS that raced with a give-back and a new claim fail even if the tid
+ * came back.
  *
  * Who spins where (tail, pending, locked):
  *   pending waiter  the lock word, until locked == 0           then *,1,0 -> *,0,1
@@ -20,6 +44,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "locklab/qspinlock.h"
 #include "locklab/relax.h"
@@ -33,7 +59,7 @@ struct qs_node {
 
 #define SLOT_WORDS ((LK_QSPIN_MAX_THREADS + 63) / 64)
 
-static _Atomic uint64_t slot_map[SLOT_WORDS];			/* bit set = slot owned by a live thread */
+static _Atomic uint64_t slot_map[SLOT_WORDS];			/* bit set = slot claimed */
 static struct qs_node *_Atomic slot_nodes[LK_QSPIN_MAX_THREADS];	/* allocated once, reused */
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
@@ -41,7 +67,7 @@ static bool slot_key_ok;
 
 /* qs_slot: a slot index, or one of these */
 #define QS_SLOT_NONE	(-1)	/* not claimed yet: the first queueing claims one */
-#define QS_SLOT_FULL	(-2)	/* none available (or the claim failed): spin on trylock */
+#define QS_SLOT_FULL	(-2)	/* none free or reclaimable (or the claim failed): spin on trylock */
 #define QS_SLOT_GONE	(-3)	/* given back by our TLS destructor: spin on trylock from now on */
 static __thread int qs_slot = QS_SLOT_NONE;
 static __thread struct qs_node *qs_nodes;
@@ -50,11 +76,47 @@ static __thread unsigned qs_depth;		/* nodes in use by this thread (signal-handl
 /* The half-way pending handover (0,1,0 -> 0,0,1) takes a few instructions: wait this long for it. */
 #define PENDING_LOOPS 512
 
+#define OWNER(epoch, gen, tid) \
+	(((uint64_t)((epoch) & 0xffffu) << 48) | ((uint64_t)((gen) & 0xffffu) << 32) | (uint32_t)(tid))
+#define OWNER_EPOCH(o)	((uint32_t)((o) >> 48))
+#define OWNER_GEN(o)	((uint32_t)((o) >> 32) & 0xffffu)
+#define OWNER_TID(o)	((uint32_t)(o))
+
+static _Atomic uint64_t slot_owner[LK_QSPIN_MAX_THREADS];	/* (epoch, generation, tid); tid 0 = free */
+static _Atomic uint32_t slot_epoch;	/* bumped (mod 2^16) in each fork child */
+
+static uint32_t epoch_now(void)
+{
+	/* relaxed: written only by a fork child's atfork handler, while that child is single-threaded */
+	return atomic_load_explicit(&slot_epoch, memory_order_relaxed) & 0xffffu;
+}
+
+static uint32_t qs_gettid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+/* Gives `slot` back: owned -> free. Called by its owner only (the key destructor, a failed claim). */
+static void slot_give_back(unsigned slot)
+{
+	/* relaxed: while the slot is owned only its owner writes the word (reclaimers need a dead owner) */
+	uint64_t o = atomic_load_explicit(&slot_owner[slot], memory_order_relaxed);
+
+	/* relaxed: ordered before the bit's release below, which the next claimer acquires */
+	atomic_store_explicit(&slot_owner[slot], OWNER(OWNER_EPOCH(o), OWNER_GEN(o), 0), memory_order_relaxed);
+	/*
+	 * release: our last use of our nodes (inside the slow path) and the owner word happen-before the
+	 * next owner's claim of the slot (acquire fetch_or in slot_take_free), which then reinitialises
+	 * them.
+	 */
+	atomic_fetch_and_explicit(&slot_map[slot / 64], ~(1ull << (slot % 64)), memory_order_release);
+}
+
 /*
  * The slot key's destructor, run in the exiting thread. Another thread may claim the slot (and reuse
  * its nodes) as soon as the bit is clear, so this thread must never queue on them again: a later
  * TLS destructor of ours that takes a contended qspinlock spins on trylock instead (QS_SLOT_GONE;
- * re-claiming a slot here would leak it, destructors may not run again).
+ * re-claiming a slot here could register our destructor too late, see the top of this file).
  */
 static void slot_release(void *arg)
 {
@@ -64,24 +126,36 @@ static void slot_release(void *arg)
 		qs_slot = QS_SLOT_GONE;
 		qs_nodes = NULL;
 	}
-	/*
-	 * release: our last use of our nodes (inside the slow path) happens-before the next owner's
-	 * claim of the slot (acquire fetch_or in slot_claim), which then reinitialises them.
-	 */
-	atomic_fetch_and_explicit(&slot_map[slot / 64], ~(1ull << (slot % 64)), memory_order_release);
+	slot_give_back(slot);
+}
+
+/*
+ * fork child: a new epoch (the parent's threads' slots are never reclaimed here), and the forking
+ * thread (the only one now) keeps its slot under its new tid.
+ */
+static void slot_atfork_child(void)
+{
+	/* relaxed everywhere: the child is single-threaded while atfork handlers run */
+	uint32_t e = (epoch_now() + 1) & 0xffffu;
+
+	atomic_store_explicit(&slot_epoch, e, memory_order_relaxed);
+	if (qs_slot >= 0) {
+		uint64_t o = atomic_load_explicit(&slot_owner[qs_slot], memory_order_relaxed);
+
+		atomic_store_explicit(&slot_owner[qs_slot], OWNER(e, OWNER_GEN(o) + 1, qs_gettid()),
+				      memory_order_relaxed);
+	}
 }
 
 static void slot_key_create(void)
 {
 	slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0;
+	pthread_atfork(NULL, NULL, slot_atfork_child);	/* before any owner word holds a tid */
 }
 
-static __attribute__((cold)) void slot_claim(void)
+/* free -> owned by `me`: the lowest free slot, or -1 when every bit is set. */
+static int slot_take_free(uint32_t me)
 {
-	pthread_once(&slot_once, slot_key_create);
-	qs_slot = QS_SLOT_FULL;
-	if (!slot_key_ok)
-		return;
 	for (unsigned w = 0; w < SLOT_WORDS; w++) {
 		/* relaxed: a hint where a free bit is; the fetch_or decides */
 		uint64_t m = atomic_load_explicit(&slot_map[w], memory_order_relaxed);
@@ -92,35 +166,103 @@ static __attribute__((cold)) void slot_claim(void)
 
 			if (slot >= LK_QSPIN_MAX_THREADS)
 				break;
-			/* acquire: pairs with the release fetch_and in slot_release() of the slot's last owner */
+			/* acquire: pairs with the release fetch_and in slot_give_back() of the last owner */
 			m = atomic_fetch_or_explicit(&slot_map[w], 1ull << b, memory_order_acquire);
 			if (m & (1ull << b))
 				continue;	/* lost the race for this bit; m is fresh */
-			/* relaxed: only this thread (the slot's owner) writes the entry */
-			struct qs_node *n = atomic_load_explicit(&slot_nodes[slot], memory_order_relaxed);
+			/* relaxed: the bit makes us the only writer (reclaimers skip tid 0) */
+			uint64_t o = atomic_load_explicit(&slot_owner[slot], memory_order_relaxed);
 
-			if (!n) {
-				n = aligned_alloc(64, 64);
-				if (!n) {
-					slot_release((void *)(uintptr_t)(slot + 1));
-					return;
-				}
-				/*
-				 * release: the allocation is visible to a thread that decodes our tail;
-				 * pairs with the acquire load in decode_tail() (the tail itself is also
-				 * published by the acq_rel tail exchange).
-				 */
-				atomic_store_explicit(&slot_nodes[slot], n, memory_order_release);
-			}
-			if (pthread_setspecific(slot_key, (void *)(uintptr_t)(slot + 1))) {
-				slot_release((void *)(uintptr_t)(slot + 1));
-				return;
-			}
-			qs_slot = (int)slot;
-			qs_nodes = n;
-			return;
+			atomic_store_explicit(&slot_owner[slot], OWNER(epoch_now(), OWNER_GEN(o) + 1, me),
+					      memory_order_relaxed);
+			return (int)slot;
 		}
 	}
+	return -1;
+}
+
+/* Whether no thread `tid` exists in this process any more (signal 0: an existence check only). */
+static bool owner_gone(uint32_t tid)
+{
+	return syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L) == -1 && errno == ESRCH;
+}
+
+/*
+ * owned by a dead thread of this process (this epoch) -> owned by `me`: a slot whose owner exited
+ * without its key destructor (its first queueing was in its last destructor round). Only when no bit
+ * is free, so the cost (a system call per slot examined) is paid only by a thread that would
+ * otherwise fall back to trylock spinning for good. Returns the slot, or -1.
+ */
+static __attribute__((cold)) int slot_reclaim(uint32_t me)
+{
+	uint32_t epoch = epoch_now();
+
+	for (unsigned slot = 0; slot < LK_QSPIN_MAX_THREADS; slot++) {
+		/*
+		 * acquire: pairs with nothing formal. The dead owner's last use of its nodes ended before
+		 * it exited (nodes are used only inside the slow path) and the kernel's exit path orders
+		 * that before tgkill() can report it gone; C11 has no word for it, the release of a
+		 * normal give-back (which a dead owner never ran) is what the acquire would pair with.
+		 */
+		uint64_t o = atomic_load_explicit(&slot_owner[slot], memory_order_acquire);
+		uint32_t tid = OWNER_TID(o);
+
+		if (tid == 0 || tid == me || OWNER_EPOCH(o) != epoch || !owner_gone(tid))
+			continue;
+		/* acquire: as above. Fails if the slot was given back (tid 0) or taken meanwhile (g+1) */
+		if (atomic_compare_exchange_strong_explicit(&slot_owner[slot], &o,
+							    OWNER(epoch, OWNER_GEN(o) + 1, me),
+							    memory_order_acquire, memory_order_relaxed))
+			return (int)slot;
+	}
+	return -1;
+}
+
+static __attribute__((cold)) void slot_claim(void)
+{
+	int saved_errno = errno;	/* a lock call does not change errno (tgkill may) */
+	uint32_t me;
+	int slot;
+
+	pthread_once(&slot_once, slot_key_create);
+	qs_slot = QS_SLOT_FULL;		/* also what a signal handler that queues meanwhile sees */
+	if (!slot_key_ok)
+		goto out;
+	me = qs_gettid();
+	slot = slot_take_free(me);
+	if (slot < 0)
+		slot = slot_reclaim(me);
+	if (slot < 0)
+		goto out;
+	/* relaxed: only the slot's owner (we, now) writes the entry */
+	struct qs_node *n = atomic_load_explicit(&slot_nodes[slot], memory_order_relaxed);
+
+	if (!n) {
+		n = aligned_alloc(64, 64);
+		if (!n) {
+			slot_give_back((unsigned)slot);
+			goto out;
+		}
+		/*
+		 * release: the allocation is visible to a thread that decodes our tail; pairs with the
+		 * acquire load in decode_tail() (the tail itself is also published by the acq_rel tail
+		 * exchange).
+		 */
+		atomic_store_explicit(&slot_nodes[slot], n, memory_order_release);
+	}
+	/*
+	 * Our destructor gives the slot back at thread exit - unless this is the thread's last
+	 * destructor round and our key comes before the running one: then it never runs, and once we
+	 * are gone slot_reclaim() takes the slot back.
+	 */
+	if (pthread_setspecific(slot_key, (void *)(uintptr_t)(slot + 1))) {
+		slot_give_back((unsigned)slot);
+		goto out;
+	}
+	qs_slot = slot;
+	qs_nodes = n;
+out:
+	errno = saved_errno;
 }
 
 static inline uint32_t encode_tail(unsigned slot, unsigned idx)

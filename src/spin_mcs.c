@@ -4,9 +4,15 @@
  * fast paths are in include/locklab/spin_mcs.h).
  *
  * Waiter:   linked behind prev:   prev->next = node (release)   ... spin on node->locked (acquire)
- * Unlocker: successor present:    next->locked = 1 (release)
+ * Unlocker: successor present:    node->next = NULL, then next->locked = 1 (release)
  *           successor linking in: tail != node but node->next still NULL: wait for the link, then hand
  *                                 over (the window between a waiter's tail xchg and its prev->next store)
+ *           not held (misuse):    tail == NULL, seen before or while waiting for a link: EPERM
+ *
+ * Every unlock leaves node->next == NULL: the uncontended one found it NULL and nobody could link in
+ * (the tail CAS succeeded), the contended one clears it before handing over. So a repeated unlock
+ * with the same node can never reach a successor's node: it fails the tail CAS (tail != node) and
+ * waits here until it sees the tail NULL, then returns EPERM.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -37,14 +43,28 @@ __attribute__((noinline)) int lk_spin_mcs_unlock_slow(struct lk_spin_mcs *l, str
 
 	/* acquire: pairs with the release store of prev->next in the successor's lk_spin_mcs_lock_slow() */
 	next = atomic_load_explicit(&node->next, memory_order_acquire);
-	if (!next) {
-		/* relaxed: NULL can only mean "not held" (misuse); a held lock's tail is never NULL */
+	while (!next) {
+		/*
+		 * relaxed: NULL can only mean "not held" (misuse): a held lock's tail is never NULL, and
+		 * coherence keeps the holder from reading a NULL older than its own exchange. The check
+		 * repeats while we wait: a node whose holder released it already (a repeated unlock, which
+		 * finds next == NULL, see below) waits here until it sees the lock free, never for a link
+		 * that will not come.
+		 */
 		if (atomic_load_explicit(&l->tail, memory_order_relaxed) == NULL)
 			return EPERM;
 		/* tail moved past us: a successor exchanged the tail and is about to link in */
-		while (!(next = atomic_load_explicit(&node->next, memory_order_acquire)))
-			lk_spin_wait(&spins);
+		lk_spin_wait(&spins);
+		next = atomic_load_explicit(&node->next, memory_order_acquire);	/* acquire: as above */
 	}
+	/*
+	 * The successor linked in (it never touches our node again) and nobody else writes node->next
+	 * until our next lock: clear it, so that the node leaves every unlock with next == NULL. A
+	 * repeated unlock with it then finds no successor to hand over to (it returns EPERM above)
+	 * instead of storing locked = 1 into the old successor's node, which may by now be queued on
+	 * another lock. relaxed: our own node, read next only by ourselves.
+	 */
+	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
 	/* release: our critical section happens-before the successor's (its acquire load of locked) */
 	atomic_store_explicit(&next->locked, 1, memory_order_release);
 	return 0;

@@ -36,6 +36,18 @@
  * Every function returns -EINVAL for a NULL or unaligned (not 4-byte aligned) address, and lk_park
  * returns -EINVAL for a deadline whose tv_nsec is outside [0, 1e9) or a clock other than the two above.
  *
+ * Callbacks run under a bucket lock - validate, timed_out, lk_unpark_one's callback, lk_unpark_requeue's
+ * validate and callback, lk_unpark_filter's filter and callback - must not call into the parking lot:
+ * no lk_park, lk_unpark_*, lk_park_reserve, and nothing built on it (lk_mutex_lock/unlock, lk_cond_*),
+ * on any address. On an address of the same bucket (the same address, or any that hashes there) the
+ * thread waits for the bucket lock it holds itself: a self-deadlock. On another bucket it takes a
+ * second bucket lock out of the index order that table growth and the two-bucket operations follow:
+ * an AB-BA deadlock with a concurrent grow() or another such callback. (parking_lot documents the same
+ * rule.) They also must not block or run long: every park and unpark of the bucket waits for them.
+ * Decide under the lock, act after: record what to wake in ctx and call lk_unpark_* once the call that
+ * ran the callback has returned. before_sleep runs with the bucket unlocked and may use the lot (lk_cond
+ * unlocks its mutex there, which may unpark); lk_park_get_stats takes no lock and may be called anywhere.
+ *
  * The table keeps at least LK_PARK_BUCKETS_PER_THREAD buckets per live thread (a power of two) and
  * grows as threads appear; growth never waits for the table to go idle (see src/park.c).
  */
@@ -61,6 +73,7 @@ enum lk_park_status {
 	LK_PARK_TIMEDOUT = 2,	/* the deadline passed; timed_out() ran under the bucket lock */
 };
 
+/* Callbacks "under the bucket lock" must not call into the parking lot (see the top of this file). */
 struct lk_park_ops {
 	bool (*validate)(void *ctx);				/* under the bucket lock */
 	void (*before_sleep)(void *ctx);			/* bucket unlocked, before sleeping */

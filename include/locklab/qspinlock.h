@@ -34,9 +34,13 @@
  * Thread slots: a thread gets a slot (0..LK_QSPIN_MAX_THREADS-1) the first time it queues and gives
  * it back when it exits (a pthread key destructor); nodes are only in use inside the slow path, so a
  * recycled slot is never referenced by a stale tail. After giving its slot back a thread never
- * queues again: a TLS destructor that runs later and takes a contended qspinlock spins on trylock. Beyond LK_QSPIN_MAX_THREADS live queueing threads, or nesting deeper
- * than 4, a thread falls back to spinning on trylock (correct, unfair; the kernel does the same past 4
- * nesting levels).
+ * queues again: a TLS destructor that runs later and takes a contended qspinlock spins on trylock.
+ * A thread whose first queueing happens in its last TLS destructor round registers the destructor
+ * too late (it never runs, and the thread cannot tell that the round is the last): its slot stays
+ * claimed after it exits, until a thread that finds no free slot reclaims the slots of threads that
+ * no longer exist (src/qspinlock.c). Beyond LK_QSPIN_MAX_THREADS live queueing threads, or nesting
+ * deeper than 4, a thread falls back to spinning on trylock (correct, unfair; the kernel does the
+ * same past 4 nesting levels).
  *
  * Differences from the kernel: the unlock is a fetch_sub on the whole word instead of a byte store
  * (C11 has no mixed-size atomics; an RMW also lets us detect misuse); no paravirt hooks; long waits

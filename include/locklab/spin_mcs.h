@@ -13,16 +13,30 @@
  *	unlock: next = node.next
  *	        if next == NULL: cas(tail, &node -> NULL) succeeds: queue empty, done
  *	                         else a successor is linking itself in: wait for node.next
- *	        next->locked = 1                     hand over
+ *	                         (tail == NULL instead: the lock is not held, EPERM)
+ *	        node.next = NULL; next->locked = 1   hand over; the node leaves with next == NULL
  *
  *	tail: NULL --A--> &A --B--> &B (A.next=&B) --A unlock--> B.locked=1 --B unlock--> cas &B->NULL
  *
  * Invariants: the holder's node is the head of the queue; every node in the queue except the tail has
- * (or is about to have) its `next` set; a node may be reused only after its owner's unlock returned.
- * FIFO: a preempted waiter stalls everybody behind it (LAB_LOCK_FIFO).
+ * (or is about to have) its `next` set; a node may be reused only after its owner's unlock returned;
+ * a node that is not in any queue has next == NULL (lock sets it, every unlock leaves it so: the
+ * contended unlock clears it before the handover store, its only extra store; the uncontended path is
+ * the kernel's and CK's load + CAS). FIFO: a preempted waiter stalls everybody behind it
+ * (LAB_LOCK_FIFO).
  *
- * Misuse: unlock of a lock whose tail is NULL (nobody holds it) returns EPERM. Unlocking with the wrong
- * node (not the holder's) cannot be detected in general.
+ * Misuse (the node records neither its lock nor whether it is held, so detection rests on the tail
+ * and on next == NULL outside a queue):
+ *   - unlock of a lock nobody holds (tail NULL) returns EPERM and changes nothing, whatever the node,
+ *     including a repeated unlock with the node of the last holder;
+ *   - a repeated unlock with a released node while another thread holds the lock writes nothing and
+ *     returns EPERM once it sees the lock free; until then it spins (forever if the lock never looks
+ *     free, e.g. when the caller itself holds it again through another node);
+ *   - NOT detected: unlocking with a node that is queued on or holds ANOTHER lock (if that node has
+ *     a successor there, the successor is handed that lock), and unlocking by a thread that is not
+ *     the holder but passes the holder's node (that is the holder's unlock).
+ * The per-thread node wrappers (lk_spin_mcs_*_tls) pick the node themselves from a table of the locks
+ * this thread holds through them, so an unlock of a lock not in it returns EPERM at once.
  */
 #ifndef LOCKLAB_SPIN_MCS_H
 #define LOCKLAB_SPIN_MCS_H
@@ -89,7 +103,11 @@ static inline int lk_spin_mcs_trylock(struct lk_spin_mcs *l, struct lk_mcs_node 
 						       memory_order_relaxed) ? 0 : EBUSY;
 }
 
-/* Releases the lock held with `node`. RELEASE. Returns 0, or EPERM when the lock is not held. */
+/*
+ * Releases the lock held with `node`. RELEASE. Returns 0, or EPERM when the lock is not held (a
+ * repeated unlock while another thread holds it returns EPERM once the lock is seen free; see
+ * "Misuse" above for what cannot be detected).
+ */
 static inline int lk_spin_mcs_unlock(struct lk_spin_mcs *l, struct lk_mcs_node *node)
 {
 	struct lk_mcs_node *expect = node;
