@@ -91,7 +91,25 @@ class Stopped(LocklabError):
 # ------------------------------------------------------------------------------------------------
 # arguments
 
+DESCRIPTION = (
+    "Runs CMD once on glibc's mutex with the lock profile: when its mutexes wait less than 1 % of "
+    "its run time, locks do not matter for it, and advise says so (naming the hottest lock) and "
+    "stops unless --force. Otherwise it runs CMD on every candidate lock, repeated, interleaved and "
+    "shuffled within the budget, and ranks the locks against glibc: median, the ratio's 95% "
+    "bootstrap CI, Mann-Whitney p, whether the ranges overlap, CPU per run; then one sentence of "
+    "advice and the top contended locks of glibc and of the best-ranked lock. A run that fails, or "
+    "whose output differs from glibc's under --check-output, stops the advice and names the lock.")
+EPILOG = (
+    "Writes DIR/advise.json (schema locklab-advise/1) and DIR/profile-LOCK.json; `locklab report "
+    "DIR/advise.json` draws it. Exit status: 0 advice given (a lock, glibc, or locks do not "
+    "matter); 1 stopped (a run failed or its output differed); 2 bad input (also a metric the glibc "
+    "run does not have, a budget too small); 127 or 126 when CMD does not exist or cannot be "
+    "executed; 130 interrupted. docs/advise.md explains how it decides.")
+
+
 def add_arguments(p):
+    p.description = DESCRIPTION
+    p.epilog = EPILOG
     p.add_argument("--locks", metavar="A,B",
                    help="candidate shim locks (default: every lock the shim supports, see `locklab "
                    "list`); glibc, the baseline, is always one")
@@ -856,7 +874,9 @@ def _advise(cfg, workdir, con, err):
                                  "speedup_ci95": None, "mannwhitney_p": None, "tied_with": []}
         _remove_kept(ref)
         path = write_doc(cfg, doc)
-        _say(err, "stopping here: --force measures every lock anyway")
+        _say(err, "stopping here: --force measures every lock anyway (the profile sees only "
+                  "processes that leave through exit(): work done in processes that end with _exit() "
+                  "or a signal, such as some programs' forked workers, is not in it)")
         con.print(f"wrote {path}", markup=False)
         return 0
     if c["verdict"] == "unknown":
