@@ -740,7 +740,10 @@ def _print_profile(con, prof, title):
 
 
 def _dump(doc, path):
-    """Write JSON atomically (a crash never leaves half a file where a whole one was)."""
+    """Write JSON atomically (a crash never leaves half a file where a whole one was). Not
+    results.dump: that is the results files' writer, and the tests check everything it writes
+    against the results schema (python/tests/conftest.py); test_advise.py checks what this writes
+    against advise's."""
     d = os.path.dirname(path) or "."
     os.makedirs(d, exist_ok=True)
     tmp = os.path.join(d, f".{os.path.basename(path)}.tmp")
