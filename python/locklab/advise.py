@@ -262,12 +262,11 @@ def _app_command(ns, workdir):
     if ns.check_output is not None:
         raise UsageError(f"--check-output: --app {app.name} decides it (the output of a "
                          "deterministic app is always checked)")
-    cmd = app.make(apps.Ctx(workdir=workdir, quick=ns.quick, bench=bench))
     if ns.metric is not None or ns.direction is not None:
         opt = "--metric" if ns.metric is not None else f"--{ns.direction}-is-better"
-        raise UsageError(f"{opt}: --app {app.name} brings its own metric ({cmd.metric.name}, "
-                         f"{'higher' if cmd.metric.higher_is_better else 'lower'} is better)")
-    return cmd
+        raise UsageError(f"{opt}: --app {app.name} brings its own metric and direction (`locklab "
+                         "apps` shows them)")
+    return app.make(apps.Ctx(workdir=workdir, quick=ns.quick, bench=bench))
 
 
 def configure(ns, argv, workdir):
@@ -789,6 +788,7 @@ def _stop(cfg, doc, stop, con):
     """Write what was measured with the reason, then raise Stopped (exit 1): one line, the end of
     the run's stderr (or output), and where the file is."""
     tail_of = stop.pop("tail_of", "stderr")
+    _clear_output_file(cfg)     # a failed run's --check-output FILE: ours, and in the user's way
     doc["outcome"] = "stopped"
     doc["stopped"] = stop
     path = write_doc(cfg, doc)
@@ -925,7 +925,8 @@ def _advise(cfg, workdir, con, err):
             if t.get("timed_out"):
                 timed_out[lock] = {"repeat": r + 1, "timeout_s": timeout}
                 doc["timed_out"] = timed_out
-                _say(bar.console if bar else err, f"{lock} timed out after {_fmt_s(timeout)} in repeat {r + 1} (glibc's first "
+                _say(bar.console if bar else err,
+                     f"{lock} timed out after {_fmt_s(timeout)} in repeat {r + 1} (glibc's first "
                      f"run took {_fmt_s(ref['wall_s'])}): left out of the remaining repeats and "
                      "ranked last; a hang is a bug in the lock or the program, and a slowdown this "
                      "large rules the lock out either way")
