@@ -622,6 +622,7 @@ static bool lock_expired(void *ctx, const void *addr, lk_token_t *park_token,
 			break;
 	}
 	lockstat_inc(mutex_owed);
+	LK_TEST_HOOK("mutex.owed", m);	/* test builds only: we are owed (EH), under the bucket lock */
 	w->owed = true;
 	*park_token = PARK_OWED;
 	*deadline = park_deadline(w, clock);
