@@ -183,6 +183,7 @@
  * non-owner is not detected).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -483,6 +484,16 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #ifndef SPIN_BACKOFF_MAX
 #define SPIN_BACKOFF_MAX 16	/* relaxes between two reads of the word, at most (~0.5 us here) */
 #endif
+/*
+ * LKM_SPIN_YIELDS (tuning knob, default 0 = compiled out; measured in docs/results/mutex-tuning.md,
+ * lab variant lk_mutex_v_yield): a spinner whose learned budget ran out yields the CPU this many
+ * times, still holding S and looking at the word after each, before it parks (parking_lot's SpinWait
+ * yields too): a preempted owner may run meanwhile when threads outnumber CPUs. No transition of its
+ * own: between yields the spinner only looks.
+ */
+#ifndef LKM_SPIN_YIELDS
+#define LKM_SPIN_YIELDS 0
+#endif
 
 /*
  * We own S. Spin until the lock is free and we take it (SA), or until we give up (SG, only while L
@@ -499,7 +510,9 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	uint32_t v = *vp;
 	uint64_t i;
 	uint32_t delay = 1;
+	unsigned yields = 0;	/* LKM_SPIN_YIELDS */
 
+	(void)yields;
 	lockstat_inc(mutex_spin_start);
 	if (budget > lim.max)
 		budget = lim.max;
@@ -527,6 +540,16 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			}
 			continue;
 		}
+#if LKM_SPIN_YIELDS
+		if (i >= budget && learned && yields < LKM_SPIN_YIELDS && !(fresh(v) & H_MASK)) {
+			/* the budget is spent: let another thread (a preempted owner?) run, look again */
+			yields++;
+			sched_yield();
+			/* relaxed: we only look; the CAS above is the acquire */
+			v = atomic_load_explicit(&m->word, memory_order_relaxed);
+			continue;
+		}
+#endif
 		if (i >= budget || (fresh(v) & H_MASK)) {
 			/* SG. relaxed: only bits change hands; no data is published by giving up */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) & ~S) | P),
