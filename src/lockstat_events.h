@@ -9,7 +9,7 @@
  * event under its name (lab/workloads/mutex.c, "lock_stats"). A new event is one line here plus its
  * lockstat_inc() at the place it happens.
  *
- * lk_mutex (src/mutex.c; the increments land with the mutex tuning work, issue 11 phase 2):
+ * lk_mutex (src/mutex.c):
  */
 LOCKSTAT_EVENT(mutex_spin_start, "a waiter began a bounded spin on the lock word")
 LOCKSTAT_EVENT(mutex_spin_success, "a spin ended with the lock acquired (no park)")
@@ -17,3 +17,4 @@ LOCKSTAT_EVENT(mutex_park, "a waiter parked (went to sleep in the parking lot)")
 LOCKSTAT_EVENT(mutex_wake, "an unlock woke a parked waiter")
 LOCKSTAT_EVENT(mutex_handoff, "an unlock handed the lock directly to the woken waiter")
 LOCKSTAT_EVENT(mutex_timeout, "a timed lock gave up at its deadline")
+LOCKSTAT_EVENT(mutex_owed, "a parked waiter's handoff deadline passed with the lock held: it is owed the lock")

@@ -1,75 +1,103 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * src/mutex.c - lk_mutex slow paths: learned spinning by one awake waiter, parking in the parking
- * lot, and a bounded wait: a parked waiter whose wait passes handoff_ns becomes OWED the lock, and
- * from then on every unlock hands the lock to the head of the queue until no waiter is owed.
+ * lot, and a bounded wait: a parked waiter whose wait passes its handoff deadline - first park +
+ * (1 + waiters parked before it) * handoff_ns - becomes OWED the lock, and every unlock then hands
+ * the lock to the first owed waiter in the queue until no waiter is owed.
  *
  * Lock word (locklab/mutex.h):
  *
  *   bit  0     L  LOCKED    a thread owns the mutex
  *   bit  1     P  PARKED    threads may be parked on &m->word (an unlock must look)
  *   bit  2     S  SPINNING  one waiter is awake and spinning (it will take the lock when it is free)
- *   bits 3-9   G  GEN       the fork generation in which S and H were written: the process's
- *                           (1..127) while S or H is set, 0 when both are clear
- *   bits 10-31 H  OWED      how many parked waiters are owed a handoff: a waiter whose own handoff
- *                           deadline passed (it counted itself), or a condvar waiter requeued onto
- *                           the mutex (the requeue counted it)
+ *   bits 3-9   G  GEN       the fork generation in which S, H and Q were written: the process's
+ *                           (1..127) while any of them is set, 0 when all are clear
+ *   bits 10-21 H  OWED      how many queued waiters are owed a handoff, saturating at HMAX = 4095: a
+ *                           waiter whose own handoff deadline passed (it counted itself), or a
+ *                           condvar waiter requeued onto the mutex (the requeue counted it)
+ *   bits 22-31 Q  QUEUED    how many threads are queued on &m->word, never more than the true
+ *                           number: +1 at each park (saturating at QMAX = 1023), -1 (floored at 0)
+ *                           at each dequeue. Only read to compute a new waiter's handoff deadline.
  *
  * Threads and roles. The OWNER holds L. At most one SPINNER holds S: a newcomer that claimed it, or
  * a parked waiter an unlock woke and gave S to (TOKEN_SPIN: seed 004's "a woken waiter goes back to
- * spinning"); while S is set an unlock wakes nobody, the spinner takes the lock (seed 004's
- * "spinners and sleepers use separate locks"). PARKED waiters sleep in the parking lot, queue on
- * &m->word; each one that parked for the first time in this lock call sleeps with a deadline: its
- * first park + handoff_ns (the policy's, read at that first park). A parked waiter is OWED once its
- * deadline passed while the lock was held; owed waiters no longer have a handoff deadline.
+ * spinning"); while S is set and nobody is owed, an unlock wakes nobody and the spinner takes the
+ * lock (seed 004's "spinners and sleepers use separate locks"). PARKED waiters sleep in the parking
+ * lot, queued on &m->word. A waiter that first parks (in this lock call) when the word says q
+ * threads are queued sets its HANDOFF DEADLINE to first park + (q + 1) * h (h = the policy's
+ * handoff_ns, read then) and sleeps until it at the latest. If the lock is held when the deadline
+ * passes, the waiter becomes OWED: counted in H, park token PARK_OWED, still queued in place, no
+ * deadline of its own any more (only the caller's). While H > 0 every unlock goes out of line and
+ * hands the lock, never released in between, to the first owed waiter in queue order.
  *
- * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind S
- * and H: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
- * owed waiters of the parent would keep H > 0. The child's atfork handler bumps the process's
- * generation (1..127, cyclic); S and H whose G differs belong to an ancestor and are STALE: every
- * slow-path transition below first drops them (fresh(v): S, G and H cleared), in the same CAS, and
- * sets G to the current generation when the result has S or H, 0 otherwise (retag()). A waiter
- * always runs its loop's first step, N, before it parks, so no thread of the child ever sleeps
- * behind a stale S. No cost without fork: the fast paths never look at G, the slow paths read the
- * generation (a read-mostly global) and write nothing more. Limit: G has 7 bits, so stale state
- * survives unrecognised only in a word nobody contended through 127 nested generations of forks.
+ * Why (q + 1) * h and not h (issue 12 made every waiter owed h after its first park): a lock on
+ * which every wait is long only because many threads share few CPUs (256 threads on 2 CPUs) then
+ * had every waiter owed and every acquisition was a handoff - a convoy at one wake-up per
+ * acquisition, 400x slower. Scaled by the queue, deadlines of waiters parked at about the same time
+ * lie h apart, so about one waiter per h becomes owed however many wait (the rate limit of the
+ * design before issue 12, "one handoff per h", without its defect: that limiter ran only in unlocks
+ * that woke somebody, and two alternating threads could keep every unlock from waking), and each
+ * waiter has one timer that fires at most once per lock call: no timer thrash. The bound grows with
+ * the number of waiters, as it must for any design that lets the lock run at full speed between
+ * handoffs; it is stated below and in docs/mutex.md.
  *
- * Transitions, each ONE atomic CAS or RMW on the word (v: the value it replaces; every slow-path
- * one computes its new value from fresh(v) and retags it):
+ * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind S, H
+ * and Q: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
+ * owed waiters of the parent would keep H > 0, and Q would count them. The child's atfork handler
+ * bumps the process's generation (1..127, cyclic); S, H and Q whose G differs belong to an ancestor
+ * and are STALE: every slow-path transition below first drops them (fresh(v): S, G, H and Q
+ * cleared), in the same CAS, and sets G to the current generation when the result has S, H or Q, 0
+ * otherwise (retag()). A waiter always runs its loop's first step, N, before it parks, so no thread
+ * of the child ever sleeps behind a stale S. No cost without fork: the fast paths never look at G,
+ * the slow paths read the generation (a read-mostly global) and write nothing more. Limit: G has 7
+ * bits, so stale state survives unrecognised only in a word nobody contended through 127 nested
+ * generations of forks.
  *
- *   lock fast path (mutex.h)     F1  fetch_or L                     acquired iff old L clear (acquire)
- *   unlock fast path (mutex.h)   F2  CAS L -> 0                     (release)
- *                                F3  CAS v -> v & ~L                if !(P && (!S || H)) (release)
- *                                    otherwise lk_mutex_unlock_slow (below)
- *   lock_slow()                  N   CAS v -> fresh(v)              v has stale S or H (fork only)
- *                                B   CAS v -> v | L                 barge: v has no L (acquire)
- *                                C   CAS v -> v | S                 claim S: v has L, no S, H == 0,
- *                                                                   and spinning is allowed
- *                                PP  CAS v -> v | P                 v has L, no P; then park
- *   spin() (S owned)             SA  CAS v -> (v | L) & ~S          lock free: take it (acquire)
- *                                SG  CAS v -> (v & ~S) | P          v has L, and the budget is spent,
- *                                                                   or H > 0, or the spinner's own
- *                                                                   handoff deadline came: park
- *   park validate (bucket lock)      (reads)                        park iff v has L and P; queue at
- *                                                                   the HEAD if this waiter parked
- *                                                                   before in this call and H == 0,
- *                                                                   else at the TAIL
- *   lock_expired (bucket lock;   EX  CAS v -> v | L                 v has no L: take it, leave the
- *   still queued, own handoff                                       queue (acquire)
- *   deadline passed, not owed)   EH  CAS v -> v + H_ONE             v has L: owed; stays queued in
- *                                                                   place, park token PARK_OWED
- *   lock_timed_out (bucket lock; TO  CAS v -> (v - (owed ? H_ONE : 0)) & ~(last ? P : 0)
- *   dequeued at a deadline)
- *   unlock_callback (bucket lock, U0  CAS v -> v & ~(L|P|H)         nobody was queued (release)
- *   the queue's head unparked)   UH  CAS v -> (v - (head owed ? H_ONE : 0)) & ~(more ? 0 : P)
- *                                    H > 0: HAND OVER, L kept (release), TOKEN_HANDOFF
- *                                UW  CAS v -> (v & ~L & ~(more ? 0 : P)) | (S ? 0 : S)
- *                                    H == 0: release, wake the head; TOKEN_SPIN if it set S for it
- *   lk_cond (src/cond.c; both    CP  CAS v -> v | P                 v has L (requeue validate)
- *   bucket locks held)           CR  CAS v -> (v | (asked ? P : 0)) + n * H_ONE   n waiters requeued
- *   (mutex bucket lock)          CT  as TO, owed                    a requeued waiter timed out there
+ * Transitions, each ONE atomic CAS or RMW on the word. v: the value it replaces; every slow-path one
+ * computes its new value from fresh(v) and retags it. Saturating arithmetic: H+n = min(H + n, HMAX),
+ * Q+n = min(Q + n, QMAX), Q-1 = max(Q - 1, 0), H-1 = (H == HMAX ? HMAX : H - 1) (a saturated H stays
+ * saturated until UH recounts it). "clear(X)" clears bits X; "empty" = clear(P, H, Q).
  *
- * States (L, P, S, H) and the main transitions (- = clear, * = either; G and stale state omitted):
+ *   lock fast path (mutex.h)   F1  fetch_or L                    acquired iff old L clear (acquire)
+ *   unlock fast path           F2  CAS L -> 0                    (release)
+ *   (mutex.h)                  F3  CAS v -> v & ~L               if !(P && (!S || H > 0)) (release);
+ *                                                                otherwise lk_mutex_unlock_slow
+ *   lock_slow()                N   CAS v -> fresh(v)             v has stale S, H or Q (fork only)
+ *                              B   CAS v -> v | L                barge: v has no L (acquire)
+ *                              C   CAS v -> v | S                claim S: v has L, no S, H == 0, and
+ *                                                                spinning is allowed
+ *                              PP  CAS v -> v | P                v has L, no P; then park
+ *   spin() (S owned)           SA  CAS v -> (v | L) & ~S         lock free: take it (acquire)
+ *                              SG  CAS v -> (v & ~S) | P         v has L, and the budget is spent, or
+ *                                                                H > 0, or the spinner's own handoff
+ *                                                                deadline came: park
+ *   lock_validate (bucket      V   CAS v -> Q+1                  v has L and P: park, at the HEAD if
+ *   lock)                                                        this waiter parked before in this
+ *                                                                call and H == 0, else at the TAIL.
+ *                                                                Otherwise no CAS: do not park.
+ *   lock_expired (bucket lock; EX  CAS v -> v | L                v has no L: take it (acquire), then
+ *   handoff deadline passed,                                     leave the queue (TO, not owed)
+ *   still queued, not owed)    EH  CAS v -> H+1                  v has L: owed; stays queued in place,
+ *                                                                park token PARK_OWED, no deadline
+ *   lock_timed_out (bucket     TO  CAS v -> last ? v with empty  the caller's deadline passed (or EX),
+ *   lock; dequeued)                : Q-1, and H-1 if owed        the waiter dequeued itself
+ *   unlock_callback (bucket    U0  CAS v -> v with clear(L),     nobody was queued (release)
+ *   lock; the filter picked          empty
+ *   the thread to unpark)      UH  CAS v -> more ? Q-1, H := (H < HMAX ? H - 1 : owed left)
+ *                                         : v with empty        H > 0: HAND OVER, L kept (release),
+ *                                                                TOKEN_HANDOFF to the first owed
+ *                                                                waiter (the head if H == HMAX)
+ *                              UW  CAS v -> (more ? Q-1 : v with empty) & ~L | (S ? 0 : S)
+ *                                                                H == 0: release, wake the head;
+ *                                                                TOKEN_SPIN if it set S for it
+ *                              UZ  CAS v -> v with clear(H)      H in 1..HMAX-1 but no owed waiter
+ *                                                                queued: unreachable (invariant 4);
+ *                                                                then unlock again
+ *   lk_cond (src/cond.c; both  CP  CAS v -> v | P                v has L (requeue validate)
+ *   bucket locks held)         CR  CAS v -> (v | (asked ? P : 0)), H+n, Q+n    n waiters appended
+ *   (mutex bucket lock)        CT  as TO, owed                   a requeued waiter timed out there
+ *
+ * States (L, P, S, H) and the main transitions (- = clear, * = either; G, Q, stale state omitted):
  *
  *                      F1, B, EX: +L                           C: +S (H = 0)
  *      +---------+ ------------------------> +---------+ -----------------------> +---------+
@@ -77,21 +105,21 @@
  *      +---------+ <------------------------ +---------+ <----------------------- +---------+
  *             ^      F2/F3: -L (no P,              |       SA (once L is clear):      |
  *             |      or S set and H = 0)           |       +L -S                      |
- *             |                                    | PP: +P, park                     | SG: -S +P,
- *             |     U0: -L -P (nobody queued)      v                                  | park
+ *             |                                    | PP: +P, V: park                  | SG: -S +P,
+ *             |     U0: -L -P (nobody queued)      v                                  | V: park
  *             +-------------------------------- +---------+ <-------------------------+
  *                   UW: -L, wake the head       | L,P,*,0 |
  *                   (+S for it if none: spins)  +---------+
  *                                                  |   ^
  *                  EH: H += 1 (a parked waiter's   |   |  UH/TO/CT take H to 0
  *                  deadline passed, L held)        v   |
- *                                               +---------+ --+  UH: hand the lock to the head,
- *                                               | L,P,*,H |   |  L kept (H -= 1 if it was owed);
+ *                                               +---------+ --+  UH: hand the lock to the first
+ *                                               | L,P,*,H |   |  owed waiter, L kept, H -= 1;
  *                                               +---------+ <-+  every unlock while H > 0
  *
  *   (CR can also requeue onto a free mutex: -,P,*,H; whoever takes the lock next hands it over.)
  *
- * Invariants:
+ * Invariants (the bucket lock: that of &m->word):
  *  1. L is set exactly while some thread owns the mutex; a handoff (UH) never clears it.
  *  2. "!L && P" implies a thread that is awake will take the lock: the spinner (S; it never gives
  *     up while L is clear), the thread an unlock just woke (UW), or a thread whose park attempt or
@@ -100,30 +128,47 @@
  *     under that bucket lock, when no thread remains queued on the address (U0, UH/UW with !more,
  *     TO/CT with last). No lost wakeup: an unlock that clears L while P is set either runs its
  *     callback under the bucket lock (F3 not taken) or leaves an awake spinner (F3 with S).
- *  4. H == the number of queued waiters whose park token is PARK_OWED or 0 (condvar waiters), at
- *     every moment the bucket lock of &m->word is free: every change of H and of that queue
- *     happens under it (EH, TO, UH, CR, CT). Hence H > 0 implies P. (Stale H - G from an
- *     ancestor - counts as 0.)
- *  5. While H > 0, no unlock clears L: F2/F3 are not taken (the inline test sends H > 0 to the
+ *  4. Whenever the bucket lock is free, with o = the number of queued waiters whose park token is
+ *     PARK_OWED or 0 (condvar waiters): H == o if o < HMAX, and H == HMAX otherwise - or after
+ *     owed waiters left a saturated count by timeout (H stays HMAX until the next UH recounts).
+ *     So o > 0 implies H > 0, and 0 < H < HMAX implies an owed waiter is queued. Every change of H
+ *     and of that queue happens under the bucket lock (V, EH, TO, UH, UW, U0, CR, CT). H > 0
+ *     implies P. (Stale H - G from an ancestor - counts as 0.)
+ *  5. Whenever the bucket lock is free, Q <= the number of threads queued on &m->word, and Q == 0
+ *     when none is (V adds one per park, saturating; every dequeue subtracts one, floored at 0, and
+ *     the last clears it). Q > 0 implies P.
+ *  6. While H > 0, no unlock clears L: F2/F3 are not taken (the inline test sends H > 0 to the
  *     slow path) and the callback hands over (UH). L is clear with H > 0 only if it was already
  *     clear when H became > 0 (CR onto a free mutex, or after an F3 that raced a requeue); then the
  *     next owner (spinner, woken thread, barger) hands over at its unlock. EH requires L.
- *  6. Nobody is queued ahead of a waiter while H > 0: newcomers and waiters parking again then go
- *     to the tail (validate), requeues append. While H == 0 a waiter parking again in the same call
- *     goes to the head (Go's sync.Mutex does the same), so the longest waiter stays first.
+ *  7. Nobody is queued ahead of an owed waiter after it became owed: while H > 0, V queues at the
+ *     tail and requeues append; the threads ahead of it only leave. While H == 0 a waiter parking
+ *     again in the same call goes to the head (Go's sync.Mutex does the same), so the longest waiter
+ *     stays first.
+ *  8. UH serves owed waiters in queue order: the filter unparks the first one whose token is owed
+ *     (invariant 4 says there is one); with H == HMAX it unparks the head and recounts the rest.
  *
- * The bound (docs/mutex.md). Let W park first at t0 (handoff_ns = h). At t0 + h, plus the time its
- * timer needs to wake it, W either takes the free lock itself (EX) or becomes owed (EH) at some
- * position k of the queue (k = 1: the head). From then on every unlock hands the lock to the head
- * and nobody is queued ahead of W (5, 6), so W owns the lock after at most k critical sections and
- * k wake-ups: the current owner's and those of the k - 1 waiters ahead of it, who are handed the
- * lock first. For the queue head: h + one critical section + two wake-ups (its timer's, the
- * handoff's). A waiter awake at its deadline (woken as the spinner) stops spinning there, parks
- * again at the head (or the tail if H > 0 already) and becomes owed at once. Counted in events:
- * after W became owed, at most k - 1 acquisitions by other threads start before W's (a condvar
- * waiter requeued onto a free mutex: k; see invariant 5). The price is
- * a convoy (one wake-up per acquisition) while waiters are owed: a lock on which every waiter
- * waits longer than h (many threads per CPU) is handed over on every unlock.
+ * The bound (docs/mutex.md). Let W first park at t0 (in this lock call), with q threads queued
+ * according to the word it last read, and let n be the largest number of other threads blocked on
+ * the mutex (in lock or timedlock, or requeued condvar waiters) at any time of W's wait; q <= n
+ * (invariant 5: the word never counts more than are queued, and queued threads are blocked). W's
+ * deadline is t0 + (q + 1) * h <= t0 + (n + 1) * h. At it, plus the time its timer needs to wake it
+ * ("one wake-up"), W, under the bucket lock and still queued, takes the lock if it is free (EX) or
+ * becomes owed (EH) with a waiters queued ahead of it, a <= n. (A waiter that is awake at its
+ * deadline - woken as the spinner - stops spinning there, parks again and is owed at once.) From
+ * then on no unlock clears L (6), nobody is queued ahead of W (7) and every unlock hands the lock
+ * to the first owed waiter (8), so W owns the lock after at most a + 1 critical sections and a + 1
+ * wake-ups: the current owner's, then those of the owed waiters ahead of W. In all: W owns the
+ * lock at most (n + 1) * (h + one critical section + one wake-up) + one wake-up after t0. Counted in
+ * events: after W became owed, at most a <= n acquisitions by other threads start before W's - none
+ * when W is the first owed waiter (a condvar waiter requeued onto a free mutex: one more, invariant
+ * 6). A condvar waiter requeued onto the mutex is owed from the requeue: its bound is the second
+ * half, with a = the owed waiters ahead of it.
+ *
+ * The cost. Between handoffs the lock is in throughput mode (barging, one spinner, one woken waiter
+ * at a time). A handoff keeps the lock held by a thread that is still waking up: one wake-up of
+ * idle lock per handoff, about once per h per lock where waits are long (deadlines of waiters
+ * parked together lie h apart), instead of at every acquisition.
  *
  * Learned spin budget: 4 bytes have no room for statistics, so a 512-slot side table hashed by lock
  * address keeps, per slot, the EWMA of how many relax rounds successful spinners waited (relaxed
@@ -138,6 +183,7 @@
  * non-owner is not detected).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,6 +193,7 @@
 #include "locklab/mutex.h"
 #include "locklab/park.h"
 #include "locklab/relax.h"
+#include "lockstat.h"
 #include "test_hooks.h"
 #include "mutex_internal.h"
 #include "park_internal.h"
@@ -154,14 +201,19 @@
 #define L LK_MUTEX_LOCKED
 #define P LK_MUTEX_PARKED
 #define S LK_MUTEX_SPINNING
+#define H_SHIFT LK_MUTEX_OWED_SHIFT
 #define H_ONE LK_MUTEX_OWED_ONE
 #define H_MASK LK_MUTEX_OWED_MASK
+#define HMAX (H_MASK >> H_SHIFT)
+#define Q_SHIFT LK_MUTEX_QUEUED_SHIFT
+#define Q_MASK LK_MUTEX_QUEUED_MASK
+#define QMAX (Q_MASK >> Q_SHIFT)
 
 /* Unpark tokens (LK_TOKEN_NORMAL: woken, compete for the lock like anybody else) */
 #define TOKEN_HANDOFF	((lk_token_t)1)	/* the lock is handed over, still LOCKED, to the woken thread */
 #define TOKEN_SPIN	((lk_token_t)2)	/* the unlocker set S for the woken thread: it is the spinner */
 
-/* Park tokens: what an unlocker's filter learns about the head (0: a requeued condvar waiter) */
+/* Park tokens: what an unlocker's filter learns about a waiter (0: a requeued condvar waiter) */
 #define PARK_QUEUED	((lk_token_t)1)	/* a mutex waiter, not owed */
 #define PARK_OWED	((lk_token_t)2)	/* a mutex waiter owed a handoff (counted in H) */
 
@@ -171,10 +223,49 @@ static inline bool token_owed(lk_token_t park_token)
 	return park_token != PARK_QUEUED;
 }
 
+/* ---- the counts in the word (saturating, see the header comment) ------------------------------ */
+
+static inline uint32_t owed_of(uint32_t v)
+{
+	return (v & H_MASK) >> H_SHIFT;
+}
+
+static inline uint32_t queued_of(uint32_t v)
+{
+	return (v & Q_MASK) >> Q_SHIFT;
+}
+
+static inline uint32_t with_owed(uint32_t v, uint32_t h)
+{
+	return (v & ~H_MASK) | ((h < HMAX ? h : HMAX) << H_SHIFT);
+}
+
+static inline uint32_t with_queued(uint32_t v, uint32_t q)
+{
+	return (v & ~Q_MASK) | ((q < QMAX ? q : QMAX) << Q_SHIFT);
+}
+
+/* One thread left the queue: Q-1 (floored), and H-1 if it was owed (a saturated H stays). */
+static inline uint32_t dequeued(uint32_t v, bool owed)
+{
+	uint32_t h = owed_of(v), q = queued_of(v);
+
+	if (owed && h > 0 && h < HMAX)
+		v = with_owed(v, h - 1);
+	return with_queued(v, q ? q - 1 : 0);
+}
+
+/* Nobody is queued any more: no PARKED, nobody owed, nobody counted. */
+static inline uint32_t emptied(uint32_t v)
+{
+	return v & ~(P | H_MASK | Q_MASK);
+}
+
 /* ---- fork generation (defect 5; see the header comment) ---------------------------------------- */
 
 #define G_SHIFT 3
 #define G_MASK (0x7fu << G_SHIFT)
+#define G_TAGGED (S | H_MASK | Q_MASK)	/* the fields G vouches for */
 
 static _Atomic uint32_t fork_gen = 1;	/* 1..127 */
 
@@ -186,7 +277,7 @@ static void fork_child(void)
 	atomic_store_explicit(&fork_gen, g % 127 + 1, memory_order_relaxed);
 }
 
-/* Registered when the library is loaded: before any word of this process can hold S or H. */
+/* Registered when the library is loaded: before any word of this process can hold S, H or Q. */
 static __attribute__((constructor)) void fork_handler_init(void)
 {
 	pthread_atfork(NULL, NULL, fork_child);
@@ -198,20 +289,21 @@ static inline uint32_t gen_bits(void)
 	return atomic_load_explicit(&fork_gen, memory_order_relaxed) << G_SHIFT;
 }
 
-/* v with S and H of an ancestor process (G is not ours) dropped, and G with them. */
+/* v with S, H and Q of an ancestor process (G is not ours) dropped, and G with them. */
 static inline uint32_t fresh(uint32_t v)
 {
-	if ((v & (S | H_MASK)) && (v & G_MASK) != gen_bits())
-		return v & ~(S | G_MASK | H_MASK);
+	if ((v & G_TAGGED) && (v & G_MASK) != gen_bits())
+		return v & ~(G_TAGGED | G_MASK);
 	return v;
 }
 
-/* G follows S and H: this process's generation while either is set, 0 when both are clear. */
+/* G follows S, H and Q: this process's generation while any is set, 0 when all are clear. */
 static inline uint32_t retag(uint32_t v)
 {
 	v &= ~G_MASK;
-	return v & (S | H_MASK) ? v | gen_bits() : v;
+	return v & G_TAGGED ? v | gen_bits() : v;
 }
+
 /* ---- policy ------------------------------------------------------------------------------------ */
 
 static struct {
@@ -365,7 +457,7 @@ struct waiter {
 	lk_mutex_t *m;
 	clockid_t clock;		/* of abs */
 	const struct timespec *abs;	/* the caller's deadline, or NULL */
-	struct timespec handoff_at;	/* CLOCK_MONOTONIC: first park + handoff_ns */
+	struct timespec handoff_at;	/* CLOCK_MONOTONIC: first park + (1 + Q then) * handoff_ns */
 	bool parked;			/* parked before in this call (handoff_at is set) */
 	bool owed;			/* counted in H, park token PARK_OWED */
 	bool took;			/* lock_expired() found the lock free and took it */
@@ -392,6 +484,16 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #ifndef SPIN_BACKOFF_MAX
 #define SPIN_BACKOFF_MAX 16	/* relaxes between two reads of the word, at most (~0.5 us here) */
 #endif
+/*
+ * LKM_SPIN_YIELDS (tuning knob, default 0 = compiled out; measured in docs/results/mutex-tuning.md,
+ * lab variant lk_mutex_v_yield): a spinner whose learned budget ran out yields the CPU this many
+ * times, still holding S and looking at the word after each, before it parks (parking_lot's SpinWait
+ * yields too): a preempted owner may run meanwhile when threads outnumber CPUs. No transition of its
+ * own: between yields the spinner only looks.
+ */
+#ifndef LKM_SPIN_YIELDS
+#define LKM_SPIN_YIELDS 0
+#endif
 
 /*
  * We own S. Spin until the lock is free and we take it (SA), or until we give up (SG, only while L
@@ -408,7 +510,10 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	uint32_t v = *vp;
 	uint64_t i;
 	uint32_t delay = 1;
+	unsigned yields = 0;	/* LKM_SPIN_YIELDS */
 
+	(void)yields;
+	lockstat_inc(mutex_spin_start);
 	if (budget > lim.max)
 		budget = lim.max;
 	if (w && w->parked) {
@@ -430,10 +535,21 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 				int64_t e = (int64_t)est + (((int64_t)i << 4) - (int64_t)est) / 8;
 				atomic_store_explicit(&sl->est, (uint32_t)(e < 0 ? 0 : e),
 						      memory_order_relaxed);
+				lockstat_inc(mutex_spin_success);
 				return SPIN_ACQUIRED;
 			}
 			continue;
 		}
+#if LKM_SPIN_YIELDS
+		if (i >= budget && learned && yields < LKM_SPIN_YIELDS && !(fresh(v) & H_MASK)) {
+			/* the budget is spent: let another thread (a preempted owner?) run, look again */
+			yields++;
+			sched_yield();
+			/* relaxed: we only look; the CAS above is the acquire */
+			v = atomic_load_explicit(&m->word, memory_order_relaxed);
+			continue;
+		}
+#endif
 		if (i >= budget || (fresh(v) & H_MASK)) {
 			/* SG. relaxed: only bits change hands; no data is published by giving up */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) & ~S) | P),
@@ -463,23 +579,33 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	return SPIN_GAVE_UP;
 }
 
-/* validate(), under the bucket lock: sleep only if the lock is held and P still set; where to queue. */
+/*
+ * validate(), under the bucket lock: sleep only if the lock is held and P still set (V: count
+ * ourselves in Q in the same decision); where to queue.
+ */
 static int lock_validate(void *ctx)
 {
 	struct waiter *w = ctx;
 	/*
-	 * relaxed: P is cleared, and H changes, only under this bucket lock, which we hold. An unlock
-	 * that clears L with P set either runs its callback under this bucket lock (so it sees us
-	 * queued, or we see its change) or leaves an awake spinner, whose own unlock will see P
-	 * (invariants 2, 3).
+	 * relaxed: P is cleared, and H and Q change, only under this bucket lock, which we hold. An
+	 * unlock that clears L with P set either runs its callback under this bucket lock (so it sees
+	 * us queued, or we see its change) or leaves an awake spinner, whose own unlock will see P
+	 * (invariants 2, 3). The CAS below fails if L was cleared meanwhile: we then look again.
 	 */
-	uint32_t v = fresh(atomic_load_explicit(&w->m->word, memory_order_relaxed));
+	uint32_t v = atomic_load_explicit(&w->m->word, memory_order_relaxed), nv;
 
-	/* (no stale S here: this waiter ran N in its loop, and no new stale state can appear) */
-	if ((v & (L | P)) != (L | P))
-		return LKP_PARK_NO;
-	/* invariant 6: parked before and nobody owed - back to the head, where the longest waiter is */
-	return w->parked && !(v & H_MASK) ? LKP_PARK_HEAD : LKP_PARK_TAIL;
+	do {
+		/* (no stale state here: this waiter ran N in its loop, and none can appear since) */
+		uint32_t fv = fresh(v);
+
+		if ((fv & (L | P)) != (L | P))
+			return LKP_PARK_NO;
+		/* V. relaxed: bookkeeping under the bucket lock (invariant 5); no data */
+		nv = retag(with_queued(fv, queued_of(fv) + 1));
+	} while (nv != v && !atomic_compare_exchange_weak_explicit(&w->m->word, &v, nv, memory_order_relaxed,
+								   memory_order_relaxed));
+	/* invariant 7: parked before and nobody owed - back to the head, where the longest waiter is */
+	return w->parked && !owed_of(nv) ? LKP_PARK_HEAD : LKP_PARK_TAIL;
 }
 
 /*
@@ -508,29 +634,34 @@ static bool lock_expired(void *ctx, const void *addr, lk_token_t *park_token,
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) | L),
 								  memory_order_acquire, memory_order_relaxed)) {
 				w->took = true;
-				return false;	/* leave the queue; lock_timed_out() clears P if we were last */
+				return false;	/* leave the queue: lock_timed_out() (TO) */
 			}
 			continue;
 		}
 		/* EH. relaxed: bookkeeping under the bucket lock (invariant 4); no data */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) + H_ONE),
+		if (atomic_compare_exchange_weak_explicit(&m->word, &v,
+							  retag(with_owed(fresh(v), owed_of(fresh(v)) + 1)),
 							  memory_order_relaxed, memory_order_relaxed))
 			break;
 	}
+	lockstat_inc(mutex_owed);
+	LK_TEST_HOOK("mutex.owed", m);	/* test builds only: we are owed (EH), under the bucket lock */
 	w->owed = true;
 	*park_token = PARK_OWED;
 	*deadline = park_deadline(w, clock);
 	return true;
 }
 
-/* TO/CT, under the bucket lock, the waiter dequeued: H and P follow the queue (invariants 3, 4). */
+/* TO/CT, under the bucket lock, the waiter dequeued: P, H and Q follow the queue (invariants 3-5). */
 static void left_queue(lk_mutex_t *m, bool owed, bool was_last)
 {
 	/* relaxed: bit bookkeeping under the bucket lock; no data is published */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed), nv;
 
 	do {
-		nv = retag((fresh(v) - (owed ? H_ONE : 0)) & ~(was_last ? P : 0));
+		uint32_t fv = fresh(v);
+
+		nv = retag(was_last ? emptied(fv) : dequeued(fv, owed));
 		if (nv == v)
 			return;
 	} while (!atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_relaxed,
@@ -572,11 +703,13 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				return 0;
 			/* gave up: S cleared, P set, L was set; sleep until woken, then spin again */
 			may_spin = false;
-			if (abs && deadline_passed(clock, abs))
+			if (abs && deadline_passed(clock, abs)) {
+				lockstat_inc(mutex_timeout);
 				return ETIMEDOUT;
+			}
 		}
 		if (fresh(v) != v) {
-			/* N: S or H of an ancestor process (fork). relaxed: role bits, no data */
+			/* N: S, H or Q of an ancestor process (fork). relaxed: role bits, no data */
 			atomic_compare_exchange_weak_explicit(&m->word, &v, fresh(v), memory_order_relaxed,
 							      memory_order_relaxed);
 			continue;
@@ -588,8 +721,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				return 0;
 			continue;
 		}
-		if (abs && deadline_passed(clock, abs))
+		if (abs && deadline_passed(clock, abs)) {
+			lockstat_inc(mutex_timeout);
 			return ETIMEDOUT;
+		}
 		if (may_spin && !(v & (S | H_MASK))) {
 			/* C. relaxed: S is a role bit, no data */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | S),
@@ -605,11 +740,16 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 								   memory_order_relaxed))
 				continue;
 		}
-		if (!w.parked) {	/* the first park of this call: the handoff deadline */
-			/* relaxed: policy knob */
+		if (!w.parked) {
+			/*
+			 * The first park of this call: the handoff deadline, (1 + q) * h from now with q
+			 * the threads queued according to the word (invariant 5: never more than there
+			 * are). relaxed: policy knob. h <= 10 s and q <= 1023: no overflow.
+			 */
 			uint64_t h = atomic_load_explicit(&policy.handoff_ns, memory_order_relaxed);
+			uint64_t q = queued_of(fresh(v));
 
-			w.handoff_at = ns_ts((int64_t)now_ns(CLOCK_MONOTONIC) + (int64_t)h);
+			w.handoff_at = ns_ts((int64_t)now_ns(CLOCK_MONOTONIC) + (int64_t)(h * (q + 1)));
 		}
 		clockid_t pclock;
 		const struct timespec *pdl = park_deadline(&w, &pclock);
@@ -618,6 +758,8 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				    &token);
 
 		w.parked = true;
+		if (r != LK_PARK_INVALID)
+			lockstat_inc(mutex_park);
 		if (r == LK_PARK_UNPARKED) {
 			if (token == TOKEN_HANDOFF) {
 				/* acquire: pairs with the release CAS in unlock_callback() (UH) */
@@ -627,8 +769,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			may_spin = lim.max > 0;
 			own_s = token == TOKEN_SPIN;
 		} else if (r == LK_PARK_TIMEDOUT) {
-			return w.took ? 0 : ETIMEDOUT;	/* took the free lock in lock_expired(), or the
-							 * caller's deadline */
+			if (w.took)	/* took the free lock in lock_expired() */
+				return 0;
+			lockstat_inc(mutex_timeout);	/* the caller's deadline */
+			return ETIMEDOUT;
 		} else if (r < 0) {
 			return -r;
 		}
@@ -669,26 +813,51 @@ int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *ab
 
 /* ---- unlock ------------------------------------------------------------------------------------- */
 
-struct unlock_ctx {
-	lk_mutex_t *m;
-	lk_token_t head;	/* park token of the thread being unparked */
-	bool seen;		/* the filter has picked its one thread */
-	bool called;		/* the callback ran */
+/* Whom the unlock's filter unparks, chosen from H under the bucket lock (H cannot change there). */
+enum unlock_mode {
+	MODE_UNSET,
+	WAKE_HEAD,		/* H == 0: the head, to wake (UW) */
+	HAND_FIRST_OWED,	/* 0 < H < HMAX: the first owed waiter, to hand the lock to (UH) */
+	HAND_HEAD_RECOUNT,	/* H == HMAX: the head, to hand to; count the owed ones left (UH) */
 };
 
-/* Unpark exactly the head of the queue (FIFO), remembering its park token. */
+struct unlock_ctx {
+	lk_mutex_t *m;
+	enum unlock_mode mode;
+	lk_token_t picked;	/* park token of the thread being unparked */
+	bool seen;		/* the filter has picked its one thread */
+	uint32_t owed_left;	/* HAND_HEAD_RECOUNT: owed tokens among the threads left queued */
+	bool called;		/* the callback ran */
+	bool again;		/* UZ: nobody was unparked, H cleared: decide again */
+	bool woke;		/* somebody was unparked */
+	lk_token_t token;	/* what the callback gave the unparked thread */
+};
+
+/* Under the bucket lock: pick the thread to unpark (invariant 8), in queue order. */
 static enum lk_filter_op unlock_filter(void *ctx, lk_token_t park_token)
 {
 	struct unlock_ctx *u = ctx;
 
-	if (u->seen)
-		return LK_FILTER_STOP;
+	if (u->mode == MODE_UNSET) {
+		/* relaxed: H changes only under this bucket lock, which we hold (invariant 4) */
+		uint32_t h = owed_of(fresh(atomic_load_explicit(&u->m->word, memory_order_relaxed)));
+
+		u->mode = h == 0 ? WAKE_HEAD : h < HMAX ? HAND_FIRST_OWED : HAND_HEAD_RECOUNT;
+	}
+	if (u->seen) {
+		if (u->mode != HAND_HEAD_RECOUNT)
+			return LK_FILTER_STOP;
+		u->owed_left += token_owed(park_token);
+		return LK_FILTER_SKIP;
+	}
+	if (u->mode == HAND_FIRST_OWED && !token_owed(park_token))
+		return LK_FILTER_SKIP;		/* not owed: stays queued in place */
 	u->seen = true;
-	u->head = park_token;
+	u->picked = park_token;
 	return LK_FILTER_UNPARK;
 }
 
-/* Under the bucket lock: U0, UH or UW (see the header comment). */
+/* Under the bucket lock: U0, UH, UW or UZ (see the header comment). */
 static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 {
 	struct unlock_ctx *u = ctx;
@@ -698,20 +867,40 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 	lk_token_t token;
 
 	u->called = true;
-	do {
+	u->again = false;
+	u->woke = r.unparked_threads > 0;
+	for (;;) {
 		uint32_t fv = fresh(v);
 
-		if (!r.unparked_threads) {
-			/* U0: nobody queued, so nobody owed (invariant 4) */
-			nv = retag(fv & ~(L | P | H_MASK));
+		if (!r.unparked_threads && r.have_more_threads) {
+			/*
+			 * UZ: H said a waiter is owed, and the filter saw every queued one: none is.
+			 * Invariant 4 rules this out; should it happen, clear H (relaxed: bookkeeping,
+			 * L stays ours) and let lk_mutex_unlock_slow() decide again.
+			 */
+			nv = retag(with_owed(fv, 0));
 			token = LK_TOKEN_NORMAL;
-		} else if (fv & H_MASK) {
-			/* UH: hand over to the head, L kept; it leaves the owed count if it was in it */
-			nv = retag((fv - (token_owed(u->head) ? H_ONE : 0)) & ~(r.have_more_threads ? 0 : P));
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_relaxed,
+								  memory_order_relaxed)) {
+				u->again = true;
+				return token;
+			}
+			continue;
+		}
+		if (!r.unparked_threads) {
+			/* U0: nobody queued, so nobody owed or counted (invariants 4, 5) */
+			nv = retag(emptied(fv) & ~L);
+			token = LK_TOKEN_NORMAL;
+		} else if (u->mode != WAKE_HEAD) {
+			/* UH: hand over, L kept; H and Q follow the queue */
+			uint32_t h = u->mode == HAND_HEAD_RECOUNT ? u->owed_left : owed_of(fv) - 1;
+
+			nv = retag(r.have_more_threads ? with_owed(dequeued(fv, false), h) : emptied(fv));
 			token = TOKEN_HANDOFF;
 		} else {
 			/* UW: release; make the woken thread the spinner when there is none (invariant 2) */
-			nv = retag((fv & ~L & ~(r.have_more_threads ? 0 : P)) | (fv & S ? 0 : S));
+			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) |
+				   (fv & S ? 0 : S));
 			token = fv & S ? LK_TOKEN_NORMAL : TOKEN_SPIN;
 		}
 		/*
@@ -720,8 +909,11 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 		 * after UH (the unpark itself goes through the bucket lock too, but we do not rely on the
 		 * parking lot's internals).
 		 */
-	} while (!atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_release,
-							memory_order_relaxed));
+		if (atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_release,
+							  memory_order_relaxed))
+			break;
+	}
+	u->token = token;
 	if (token == TOKEN_HANDOFF)
 		LK_TEST_HOOK("mutex.handoff", m);
 	return token;
@@ -730,30 +922,44 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 /* Threads are parked and either nobody spins or somebody is owed: wake or hand over. */
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 {
-	/*
-	 * The state may have moved since the inline path looked: re-check as it does (F3), with stale
-	 * S and H dropped (after a fork the inline test saw an ancestor's H, or may keep seeing S).
-	 */
+	struct unlock_ctx u;
+
 	for (;;) {
-		uint32_t fv = fresh(v);
+		/*
+		 * The state may have moved since the inline path (or UZ) looked: re-check as it does
+		 * (F3), with stale S, H and Q dropped (after a fork the inline test saw an ancestor's H,
+		 * or may keep seeing S).
+		 */
+		for (;;) {
+			uint32_t fv = fresh(v);
 
-		if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
-			break;
-		if (!(v & L))
-			return EPERM;
-		/* release: publishes the critical section to the next owner's acquire RMW */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,
-							  memory_order_relaxed))
+			if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
+				break;
+			if (!(v & L))
+				return EPERM;
+			/* release: publishes the critical section to the next owner's acquire RMW */
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,
+								  memory_order_relaxed))
+				return 0;
+		}
+		u = (struct unlock_ctx){ .m = m };
+		LK_TEST_HOOK("mutex.unlock_slow", m);	/* test builds only: decided to wake, not yet unparking */
+		int r = lk_unpark_filter(&m->word, unlock_filter, unlock_callback, &u);
+
+		if (r < 0 || !u.called) {	/* cannot happen for a valid mutex; never leave it locked */
+			/* release: as in the callback */
+			atomic_fetch_and_explicit(&m->word, ~L, memory_order_release);
 			return 0;
+		}
+		if (!u.again)
+			break;
+		/* relaxed: we only look; the next CAS decides */
+		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
-	struct unlock_ctx u = { .m = m };
-
-	LK_TEST_HOOK("mutex.unlock_slow", m);	/* test builds only: decided to wake, not yet unparking */
-	int r = lk_unpark_filter(&m->word, unlock_filter, unlock_callback, &u);
-
-	if (r < 0 || !u.called)	/* cannot happen for a valid mutex; never leave it locked */
-		/* release: as in the callback */
-		atomic_fetch_and_explicit(&m->word, ~L, memory_order_release);
+	if (u.token == TOKEN_HANDOFF)
+		lockstat_inc(mutex_handoff);
+	else if (u.woke)
+		lockstat_inc(mutex_wake);
 	return 0;
 }
 
@@ -764,11 +970,14 @@ void lkm_requeued(lk_mutex_t *m, unsigned n, bool set_parked)
 	/* relaxed: bookkeeping under the mutex's bucket lock (invariant 4); the requeue publishes nothing */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
-	/* CR */
-	while (!atomic_compare_exchange_weak_explicit(&m->word, &v,
-						      retag((fresh(v) | (set_parked ? P : 0)) + n * H_ONE),
-						      memory_order_relaxed, memory_order_relaxed))
-		;
+	uint32_t nv;
+
+	do {	/* CR */
+		uint32_t fv = fresh(v) | (set_parked ? P : 0);
+
+		nv = retag(with_queued(with_owed(fv, owed_of(fv) + n), queued_of(fv) + n));
+	} while (!atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_relaxed,
+							memory_order_relaxed));
 }
 
 void lkm_requeued_timed_out(lk_mutex_t *m, bool was_last_thread)

@@ -11,7 +11,7 @@
  *  - liveness: W acquires before A and B complete CAP acquisitions (the old code: never, while the
  *    rhythm holds; a watchdog backs it);
  *  - the bound, counted in events: once W's wait passed handoff_ns it records itself in the lock
- *    word (the HANDOFF count, bits 10+); from the first time a rhythm thread sees that count in its
+ *    word (the OWED count, LK_MUTEX_OWED_MASK); from the first time a rhythm thread sees that count in its
  *    critical section, at most 2 acquisitions by A or B may start before W's (0 when W is the queue
  *    head; A and B can be queued ahead of W only after a broken rhythm). Timing decides only when
  *    W records itself (its deadline and its wake-up), never how many others pass it afterwards.
@@ -40,7 +40,6 @@
 #include "locklab/mutex.h"
 #include "locklab/relax.h"
 
-#define HANDOFF_COUNT_SHIFT 10		/* the lock word's handoff count (locklab/mutex.h) */
 #define CAP 1000000ul			/* acquisitions by the rhythm while W waits: starvation */
 #define NSTANDBY 30			/* reserve rhythm threads (see below) */
 #define SUMMON_POLLS (1u << 14)		/* every other one parked this long: summon a reserve */
@@ -108,7 +107,7 @@ static void *rhythm(void *arg)
 		for (unsigned polls = 0, stuck = 0;; polls++) {
 			uint32_t v = word();
 
-			if (v >> HANDOFF_COUNT_SHIFT) {		/* W is owed the lock: unlock now */
+			if (v & LK_MUTEX_OWED_MASK) {		/* W is owed the lock: unlock now */
 				atomic_store(&r.h_seen, 1);
 				break;
 			}
@@ -185,7 +184,7 @@ static void run(const char *what, const struct lk_mutex_policy *pol)
 	set_up.handoff_ns = pol->handoff_ns;
 	CHECK_EQ(lk_mutex_set_policy(&set_up), 0);
 	CHECK_EQ(pthread_create(&rt[0], NULL, rhythm, (void *)(intptr_t)0), 0);
-	while (!(word() & LK_MUTEX_SPINNING) && !(word() >> HANDOFF_COUNT_SHIFT))
+	while (!(word() & LK_MUTEX_SPINNING) && !(word() & LK_MUTEX_OWED_MASK))
 		sched_yield();
 	for (int i = 1; i < 2 + NSTANDBY; i++)
 		CHECK_EQ(pthread_create(&rt[i], NULL, rhythm, (void *)(intptr_t)i), 0);

@@ -9,11 +9,13 @@
  *	bit  1     PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
  *	bit  2     SPINNING  one waiter is awake and spinning on the word (a newcomer, or the waiter an
  *	                     unlock just woke); every other waiter sleeps, and unlocks wake nobody else
- *	bits 3-9   GEN       the fork generation that wrote SPINNING and OWED (0 when both are clear): a
- *	                     child process treats an ancestor's spinner and owed waiters as gone
- *	bits 10-31 OWED      how many parked waiters are owed a handoff (they waited past handoff_ns, or
- *	                     are condvar waiters requeued onto the mutex); while it is not 0 every unlock
- *	                     hands the lock to the head of the queue
+ *	bits 3-9   GEN       the fork generation that wrote SPINNING, OWED and QUEUED (0 when all are
+ *	                     clear): a child process treats an ancestor's spinner and waiters as gone
+ *	bits 10-21 OWED      how many parked waiters are owed a handoff (their handoff deadline passed,
+ *	                     or they are condvar waiters requeued onto the mutex), saturating at 4095;
+ *	                     while it is not 0 every unlock hands the lock to the first owed waiter
+ *	bits 22-31 QUEUED    how many threads are parked on the mutex (never more than the true number;
+ *	                     saturates at 1023): a new waiter's handoff deadline grows with it
  *
  * Lock is one atomic RMW (fetch_or LOCKED) when the mutex is free, whether or not waiters are
  * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps the other bits when they are set), and
@@ -25,15 +27,16 @@
  * Policy (process-wide, see struct lk_mutex_policy and docs/mutex.md): a waiter spins for a budget
  * learned from how long recent spinners had to wait for this lock (kept in a small hashed side table,
  * because 4 bytes leave no room), bounded by [spin_min_ns, spin_max_ns]; only one waiter spins at a
- * time. Anti-starvation (handoff_ns, default 1 ms): a parked waiter sleeps with a deadline, its first
- * park + handoff_ns; if the lock is still held then, it becomes owed, and from then on every unlock
- * hands the lock directly to the head of the queue (never released in between, nobody barges) until
- * no waiter is owed. The bound, in every interleaving: the waiter at the head of the queue owns the
- * lock at most handoff_ns + one critical section + two wake-ups (its timer's and the handoff's) after
- * it first parked; a waiter at position k once owed, after k critical sections and k wake-ups more
- * (the k - 1 ahead of it are handed the lock first; nobody is queued ahead of it meanwhile). While
- * nobody has waited that long, the lock is in throughput mode (barging, one spinner, one woken waiter
- * at a time).
+ * time. Anti-starvation (handoff_ns = h, default 1 ms): a waiter that first parks while q others are
+ * parked on the mutex sleeps with the deadline first park + (q + 1) * h; if the lock is still held
+ * then, it becomes owed, and from then on every unlock hands the lock directly to the first owed
+ * waiter in queue order (never released in between, nobody barges, nobody queues ahead of it) until
+ * no waiter is owed. The bound, in every interleaving: if at most n other threads are blocked on the
+ * mutex while W waits, W owns it at most (n + 1) * (h + one critical section + one wake-up) + one
+ * wake-up after it first parked; counted in events, once W is owed at most n other acquisitions
+ * start before W's (none when W is the first owed waiter). Owed waiters are therefore made about one
+ * per h, and the lock stays in throughput mode (barging, one spinner, one woken waiter at a time)
+ * between them: no convoy where waits are long only because many threads share few CPUs.
  *
  * Ordering: a successful lock/trylock/timedlock is an acquire operation and unlock a release
  * operation: everything the previous owner did inside its critical section happens-before everything
@@ -68,7 +71,10 @@ extern "C" {
 #define LK_MUTEX_GEN_MASK	0x3f8u	/* bits 3-9 */
 #define LK_MUTEX_OWED_SHIFT	10
 #define LK_MUTEX_OWED_ONE	(1u << LK_MUTEX_OWED_SHIFT)	/* one waiter owed a handoff */
-#define LK_MUTEX_OWED_MASK	(~0u << LK_MUTEX_OWED_SHIFT)
+#define LK_MUTEX_OWED_MASK	(0xfffu << LK_MUTEX_OWED_SHIFT)	/* bits 10-21 */
+#define LK_MUTEX_QUEUED_SHIFT	22
+#define LK_MUTEX_QUEUED_ONE	(1u << LK_MUTEX_QUEUED_SHIFT)	/* one parked thread */
+#define LK_MUTEX_QUEUED_MASK	(0x3ffu << LK_MUTEX_QUEUED_SHIFT)	/* bits 22-31 */
 
 typedef struct lk_mutex {
 	LK_ATOMIC(uint32_t) word;
@@ -96,14 +102,15 @@ struct lk_mutex_policy {
 	 */
 	uint32_t spin_max_ns;
 	/*
-	 * A parked waiter whose wait (counted from its first park in this lock call) reaches this is
-	 * owed the lock: from then on unlocks hand it over, in queue order, until no waiter is owed
-	 * (the bound is in the header comment above and in docs/mutex.md). Read at a waiter's first
-	 * park. Default 1000000 (1 ms, as parking_lot's eventual fairness and Go's starvation mode):
-	 * long enough that barging keeps its throughput win, short enough that no waiter starves. The
-	 * price: while waiters are owed, every acquisition costs a wake-up (a convoy) - on a lock where
-	 * every waiter waits longer than this (many threads per CPU: 256 threads on 2 CPUs) that is
-	 * every acquisition. 0 = every parked waiter is owed at once (FIFO for parked waiters).
+	 * h. A waiter that first parks (in this lock call) while q other threads are parked on the
+	 * mutex is owed the lock once it has waited (q + 1) * h: from then on unlocks hand it over, in
+	 * queue order among owed waiters, until no waiter is owed (the bound is in the header comment
+	 * above and in docs/mutex.md). Read at a waiter's first park. Default 1000000 (1 ms, as
+	 * parking_lot's eventual fairness and Go's starvation mode): long enough that barging keeps its
+	 * throughput win, short enough that no waiter starves. Scaling by the queue makes waiters owed
+	 * about one per h however many wait, so a handoff (one wake-up) costs at most one acquisition
+	 * per h instead of every acquisition on a lock where all waits are long (many threads per CPU).
+	 * 0 = every parked waiter is owed at once (FIFO for parked waiters).
 	 */
 	uint64_t handoff_ns;
 };

@@ -22,6 +22,7 @@
 
 static int env_err;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static struct lk_mutex_policy env_policy;	/* the defaults with the environment's values applied */
 
 static int env_u64(const char *name, uint64_t *out)
 {
@@ -46,6 +47,7 @@ static void env_apply(void)
 	uint64_t min, max, handoff;
 
 	lk_mutex_get_policy(&p);
+	env_policy = p;
 	min = p.spin_min_ns;
 	max = p.spin_max_ns;
 	handoff = p.handoff_ns;
@@ -62,12 +64,26 @@ static void env_apply(void)
 	p.spin_min_ns = (uint32_t)min;
 	p.spin_max_ns = (uint32_t)max;
 	p.handoff_ns = handoff;
+	env_policy = p;
 	if (lk_mutex_set_policy(&p)) {
 		fprintf(stderr, "locklab-bench: LOCKLAB_MUTEX_*: policy rejected (need spin_min <= spin_max "
 				"<= %u ns, handoff <= %llu ns)\n",
 			LK_MUTEX_SPIN_MAX_NS_LIMIT, LK_MUTEX_HANDOFF_NS_LIMIT);
 		env_err = EINVAL;
 	}
+}
+
+/*
+ * For the tuning variants (lk_mutex_variant.h): the policy the environment asks for, checked; 0 or
+ * EINVAL (after the one line on stderr).
+ */
+int lab_lk_mutex_env_policy(struct lk_mutex_policy *p)
+{
+	pthread_once(&env_once, env_apply);
+	if (env_err)
+		return env_err;
+	*p = env_policy;
+	return 0;
 }
 
 static int lkm_init(void *l)

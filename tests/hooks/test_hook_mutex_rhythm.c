@@ -10,7 +10,7 @@
  *
  *  1. one waiter W, parked before the rhythm starts: it gets the lock before the rhythm completes
  *     CAP acquisitions (the old code: never), and no rhythm acquisition starts after a rhythm
- *     holder has seen W owed a handoff (the lock word's owed count, bits 10+) and before W's: W is
+ *     holder has seen W owed a handoff (the lock word's owed count, LK_MUTEX_OWED_MASK) and before W's: W is
  *     the queue head, its bound is the current critical section. Several policies. (A rhythm
  *     thread that parks is behind W; with handoff_ns 0 it is owed at once too, and served after W.)
  *  2. four waiters parked in order (one of them in timedlock): all get the lock, with no rhythm
@@ -34,7 +34,6 @@
 #include "locklab/mutex.h"
 #include "locklab/relax.h"
 
-#define OWED_SHIFT 10		/* the lock word's handoff count (locklab/mutex.h) */
 #define CAP 1000000ul
 #define NW 4
 
@@ -65,10 +64,10 @@ static void on_hook(const char *point, void *arg)
 		return;
 	if (hk_is(point, "mutex.spin") && (role == 0 || role == 1)) {
 		/* the rhythm's spinner: hold S until the lock is free (or a waiter is owed it) */
-		while ((word() & LK_MUTEX_LOCKED) && !(word() >> OWED_SHIFT) && !atomic_load(&stop))
+		while ((word() & LK_MUTEX_LOCKED) && !(word() & LK_MUTEX_OWED_MASK) && !atomic_load(&stop))
 			lk_cpu_relax();
 	} else if (hk_is(point, "park.timeout") && role == 20 && atomic_load(&hold_at_timeout) &&
-		   (word() >> OWED_SHIFT)) {
+		   (word() & LK_MUTEX_OWED_MASK)) {
 		/* run 4: we are owed the lock (the only waiter) and our own deadline passed; let the
 		 * holder hand us the lock before we look */
 		atomic_store(&timing_out, 1);
@@ -91,7 +90,7 @@ static void *rhythm(void *arg)
 		for (;;) {		/* until the other one spins for it, or a waiter is owed it */
 			uint32_t v = word();
 
-			if (v >> OWED_SHIFT) {
+			if (v & LK_MUTEX_OWED_MASK) {
 				atomic_store(&owed_seen, 1);
 				break;
 			}
@@ -163,7 +162,7 @@ static void rhythm_run(const char *what, const struct lk_mutex_policy *pol, int 
 	/* rhythm thread 0 spins (held at mutex.spin); our unlock wakes nobody; the rhythm starts */
 	CHECK_EQ(lk_mutex_set_policy(pol), 0);
 	CHECK_EQ(pthread_create(&rt[0], NULL, rhythm, (void *)0), 0);
-	while (!(word() & LK_MUTEX_SPINNING) && !(word() >> OWED_SHIFT))
+	while (!(word() & LK_MUTEX_SPINNING) && !(word() & LK_MUTEX_OWED_MASK))
 		sched_yield();
 	CHECK_EQ(pthread_create(&rt[1], NULL, rhythm, (void *)1), 0);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);
@@ -234,7 +233,7 @@ static void owed_then_deadline(bool handed_as_it_times_out)
 	intptr_t deadline_ns = handed_as_it_times_out ? 50000000 : 20000000;
 
 	CHECK_EQ(pthread_create(&t, NULL, timing_waiter, (void *)deadline_ns), 0);
-	while (!(word() >> OWED_SHIFT))		/* it parked and is owed the lock */
+	while (!(word() & LK_MUTEX_OWED_MASK))		/* it parked and is owed the lock */
 		sched_yield();
 	if (handed_as_it_times_out) {
 		while (!atomic_load(&timing_out))	/* its sleep timed out; it waits at park.timeout */
@@ -246,7 +245,7 @@ static void owed_then_deadline(bool handed_as_it_times_out)
 		while (atomic_load(&tw_ret) == -1)	/* it times out while owed */
 			sched_yield();
 		CHECK_EQ(atomic_load(&tw_ret), ETIMEDOUT);
-		CHECK_EQ(word() >> OWED_SHIFT, 0);	/* its count left with it, under the bucket lock */
+		CHECK_EQ(word() & LK_MUTEX_OWED_MASK, 0);	/* its count left with it, under the bucket lock */
 		CHECK_EQ(word(), LK_MUTEX_LOCKED);	/* the last waiter: PARKED cleared too */
 		CHECK_EQ(lk_mutex_unlock(&m), 0);
 		pthread_join(t, NULL);

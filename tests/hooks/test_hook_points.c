@@ -63,7 +63,7 @@ int main(void)
 	CHECK_EQ(lk_park_reserve(st.buckets * 2), 0);
 	CHECK(hk_count("park.grow") >= 1);
 
-	/* mutex.unlock_slow and mutex.handoff: no spinning, hand over always; a parked waiter, unlock */
+	/* mutex.unlock_slow, .handoff, .owed: no spinning, owed at once; a parked waiter, unlock */
 	lk_mutex_get_policy(&def);
 	p = def;
 	p.spin_min_ns = p.spin_max_ns = 0;
@@ -81,6 +81,7 @@ int main(void)
 	}
 	CHECK(hk_count("mutex.unlock_slow") >= 1);
 	CHECK(hk_count("mutex.handoff") >= 1);
+	CHECK(hk_count("mutex.owed") >= 1);	/* handoff_ns 0: owed at its first park */
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
 	/* mutex.spin: a spinner while we hold the lock */

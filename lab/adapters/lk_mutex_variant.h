@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lab/adapters/lk_mutex_variant.h - lk_mutex built a second time, with other compile-time knobs, as
+ * its own lab lock: for A/B runs in ONE driver (`locklab bench mutex --lock lk_mutex,lk_mutex_v_...`
+ * interleaves them cell by cell). Only in a build configured with -DLAB_MUTEX_VARIANTS (the entries
+ * in lab/registry.def are guarded by it, so the suites' "+mutex" never picks them up):
+ *
+ *	cmake -S . -B build-ab -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS
+ *
+ * A variant file defines LKM_VARIANT (a name) and the knobs of src/mutex.c it changes (LKM_*), then
+ * includes this header, which compiles src/mutex.c into this translation unit with every external
+ * symbol renamed (its own policy, side table and fork generation; the parking lot is the library's)
+ * and defines lab_lk_mutex_v_<LKM_VARIANT>_ops. The policy comes from the same environment
+ * variables as lk_mutex's (lab/adapters/lk_mutex.c).
+ */
+#ifndef LKM_VARIANT
+#error "define LKM_VARIANT before including lk_mutex_variant.h"
+#endif
+
+#define LKMV_CAT3(a, b, c) a##b##c
+#define LKMV_CAT(a, b, c) LKMV_CAT3(a, b, c)
+#define LKMV(name) LKMV_CAT(lab_lkmv_, LKM_VARIANT, _##name)
+
+#define lk_mutex_get_policy	LKMV(get_policy)
+#define lk_mutex_set_policy	LKMV(set_policy)
+#define lk_mutex_init		LKMV(init)
+#define lk_mutex_destroy	LKMV(destroy)
+#define lk_mutex_lock		LKMV(lock)
+#define lk_mutex_trylock	LKMV(trylock)
+#define lk_mutex_timedlock	LKMV(timedlock)
+#define lk_mutex_unlock		LKMV(unlock)
+#define lk_mutex_lock_slow	LKMV(lock_slow)
+#define lk_mutex_unlock_slow	LKMV(unlock_slow)
+#define lk_mutex_lock_unparked	LKMV(lock_unparked)
+#define lkm_requeued		LKMV(requeued)
+#define lkm_requeued_timed_out	LKMV(requeued_timed_out)
+
+#include "../../src/mutex.c"
+
+#include "lab.h"
+
+int lab_lk_mutex_env_policy(struct lk_mutex_policy *p);	/* lab/adapters/lk_mutex.c */
+
+static int lkmv_init(void *l)
+{
+	struct lk_mutex_policy p;
+	int e = lab_lk_mutex_env_policy(&p);
+
+	if (e)
+		return e;
+	if (lk_mutex_set_policy(&p))
+		return EINVAL;
+	return lk_mutex_init(l);
+}
+
+static void lkmv_destroy(void *l)
+{
+	lk_mutex_destroy(l);
+}
+
+static void lkmv_lock(void *l)
+{
+	lk_mutex_lock(l);
+}
+
+static int lkmv_trylock(void *l)
+{
+	return lk_mutex_trylock(l);
+}
+
+static void lkmv_unlock(void *l)
+{
+	lk_mutex_unlock(l);
+}
+
+const struct lab_lock_ops LKMV_CAT(lab_lk_mutex_v_, LKM_VARIANT, _ops) = {
+	.size = sizeof(lk_mutex_t),
+	.init = lkmv_init,
+	.destroy = lkmv_destroy,
+	.lock = lkmv_lock,
+	.trylock = lkmv_trylock,
+	.unlock = lkmv_unlock,
+	.flags = LAB_LOCK_STATS,
+};
