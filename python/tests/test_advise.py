@@ -106,6 +106,10 @@ def test_contended_program_end_to_end(run_cli, tmp_path):
     assert runs_per_lock(doc) == {lk: 4 for lk in locks}
     for r in range(4):
         assert sorted(t["variant"] for t in doc["runs"][3 * r:3 * r + 3]) == sorted(locks)
+    # ... in the seeded shuffled order (--seed 0), which is not the same in every repeat
+    order = [(t["repeat"], t["variant"]) for t in doc["runs"]]
+    assert order == trials.schedule(locks, 4, 0)
+    assert len({tuple(v for r, v in order if r == k) for k in range(4)}) > 1
     assert all(t["ok"] and t["cpu_s"] >= 0 and t["wall_s"] > 0 for t in doc["runs"])
     # statistics, ranking and the sentence
     for lk in locks:
@@ -246,6 +250,22 @@ def test_program_that_fails_on_one_lock_stops(run_cli, tmp_path):
     st = doc["stopped"]
     assert st["lock"] == "futex3" and st["status"] == 3 and "__nusers = 0" in st["stderr_tail"]
     assert runs_per_lock(doc)["futex3"] == 1
+
+
+@needs_build
+def test_failed_run_leaves_no_check_output_file(run_cli, tmp_path, monkeypatch):
+    """A run that writes the --check-output FILE and then fails stops the advice; the file is
+    advise's (it did not exist before), so it goes with the stop instead of blocking the next try
+    ("the file exists already")."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "adv"
+    rc, stdout, err = run_cli("advise", "--check-output", "state.txt", "--locks", "futex3",
+                              "--repeat", "3", "--no-progress", "--out", out, "--", "sh", "-c",
+                              'echo same > state.txt; if [ "$LOCKLAB_LOCK" = futex3 ]; then exit 5; fi')
+    assert rc == 1
+    assert "locklab: advise: sh failed on futex3 (repeat 1 of 3): exit status 5" in err, err
+    assert load(out)["stopped"]["lock"] == "futex3"
+    assert not (tmp_path / "state.txt").exists()
 
 
 @needs_build
