@@ -11,6 +11,7 @@
     locklab report FILES... -o DIR [--focus NAME]   static HTML report (python/locklab/report.py)
     locklab run [--lock L] [--stat] [--out F] -- CMD ARGS   a program on a shim lock (shim.py)
     locklab apps [--quick] [--apps A,B] [--locks L,M]       real programs on every lock (apps.py)
+    locklab advise [--locks L,M] [--metric M] [--budget MIN] -- CMD ARGS   which lock should CMD use (advise.py)
 
 The options of `bench WORKLOAD` are generated from `locklab-bench describe`: one per described parameter,
 validated against its type and range before anything runs.  Exit status: 0 ok, 1 the driver failed,
@@ -111,6 +112,11 @@ def _top_parser():
     papps = sub.add_parser("apps", help="real programs (pigz, xz, zstd, sysbench, memcached, ...) "
                            "on every shim lock, with statistics and output checks")
     _apps.add_arguments(papps)
+    from . import advise as _advise
+    padv = sub.add_parser("advise", help="which lock should this program use: its lock profile on "
+                          "glibc, then every shim lock, repeated, interleaved and shuffled, ranked "
+                          "against glibc with statistics and one sentence of advice")
+    _advise.add_arguments(padv)
     pr = sub.add_parser("report", help="HTML/plots report from results files")
     from . import report as _report
     _report.add_arguments(pr)
@@ -372,6 +378,9 @@ def _main(argv):
     if ns.cmd == "apps":
         from . import apps
         return apps.cmd_apps(ns, argv)
+    if ns.cmd == "advise":
+        from . import advise
+        return advise.cmd_advise(ns, argv)
     raise UsageError(f"unknown command '{ns.cmd}'")
 
 

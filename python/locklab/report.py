@@ -29,6 +29,13 @@ Runs that did zero operations or measured a window shorter than planned are flag
 table "flags") and a zero median is not drawn as 0.  Cells measured on a busy machine are marked.
 The page ends with summary.md, when one lies next to the results files (suite, demo).
 
+Advise files (``locklab advise``, schema ``locklab-advise/1``, validated against
+schema/advise.schema.json on read) get a section each after the results files: the recommendation
+(also in the headline), how much the program's mutexes waited on glibc, a figure of every run of
+every lock (box and strip plot of the metric, and of the CPU per run), the ranked table against glibc,
+the profile's top contended locks for glibc and the best-ranked lock, and why the advice stopped
+when it did.
+
 Robustness: a workload this module does not know gets the generic figures; an optional field that
 is missing skips the figure or the table cell that needs it, never the page.  Input that is not a
 valid results file raises ReportError (a FileError), which the CLI prints as
@@ -47,6 +54,7 @@ import re
 import sys
 from pathlib import Path
 
+from . import advise as advise_mod
 from . import headline
 from . import results as results_mod
 from .errors import FileError, UsageError
@@ -1142,10 +1150,16 @@ def _section(res, idx, figs, strict, show_machine=True):
     return anchor, title, "\n".join(out)
 
 
-def _headline_html(loaded):
+def _headline_html(loaded, advised=()):
     """The page's first section: per results file, its own claims (locklab demo) and the focus lock
-    against every other lock: faster / tied / slower cell counts and the cells it loses."""
+    against every other lock: faster / tied / slower cell counts and the cells it loses; per advise
+    file, its recommendation."""
     out = ["<h2 id=headline>Headline</h2>"]
+    for i, (path, doc) in enumerate(advised):
+        out.append(f"<h3><a href=\"#a{i}\">advise: {_e(_advise_prog(doc))}</a> "
+                   f"<span class=meta>({_e(path)})</span></h3>")
+        out.append(f"<ul class=claims><li class=\"claim {_advise_class(doc)}\">"
+                   f"{_e(_advise_sentence(doc))}</li></ul>")
     for i, res in enumerate(loaded):
         out.append(f"<h3><a href=\"#s{i}\">{_e(res.workload)}</a> "
                    f"<span class=meta>({_e(res.path)})</span></h3>")
@@ -1291,7 +1305,13 @@ def write_report(paths, out_dir, strict=None, focus=None, summary=None):
     paths = [str(p) for p in paths]
     if not paths:
         raise UsageError("report: no results files given")
-    loaded = [Results(p, load_results(p)) for p in paths]
+    loaded, advised = [], []
+    for p in paths:
+        doc = results_mod.parse(p)
+        if isinstance(doc, dict) and doc.get("schema") == advise_mod.SCHEMA:
+            advised.append((p, advise_mod.validate(doc, p)))
+        else:
+            loaded.append(Results(p, results_mod.validate(doc, p)))
     for r in loaded:
         r.focus_wanted = focus
         r.focus = headline.pick_focus(r.doc, focus)[0]
@@ -1323,6 +1343,10 @@ def write_report(paths, out_dir, strict=None, focus=None, summary=None):
                     for i, r in enumerate(loaded)]
         toc = "".join(f"<li><a href=\"#{a}\">{_e(t)}</a> <span class=meta>({_e(r.path)})</span>"
                       "</li>" for (a, t, _), r in zip(sections, loaded))
+        adv_sections = [_advise_section(p, d, i, figs, strict) for i, (p, d) in enumerate(advised)]
+        toc += "".join(f"<li><a href=\"#{a}\">{_e(t)}</a> <span class=meta>({_e(p)})</span></li>"
+                       for (a, t, _), (p, _d) in zip(adv_sections, advised))
+        sections += adv_sections
         if summary_text is not None:
             toc += f"<li><a href=\"#summary\">summary.md</a> <span class=meta>({_e(summary)})" \
                    "</span></li>"
@@ -1343,10 +1367,10 @@ def write_report(paths, out_dir, strict=None, focus=None, summary=None):
 <style>{_CSS}</style></head>
 <body><main>
 <h1>locklab report</h1>
-<p class=meta>{len(loaded)} results file{'s' if len(loaded) != 1 else ''}, {figs.count} figures.
+<p class=meta>{_file_count(loaded, advised)}, {figs.count} figures.
 Medians of repeated runs; error bars as stated under each figure. Every figure lists the command
 that reproduces it.</p>
-{_headline_html(loaded)}
+{_headline_html(loaded, advised)}
 <h2>Contents</h2>
 <nav><ul>{toc}</ul></nav>
 {mach}
@@ -1364,13 +1388,257 @@ that reproduces it.</p>
 
 
 # ---------------------------------------------------------------------------------------------
+# advise files (locklab advise: DIR/advise.json)
+# ---------------------------------------------------------------------------------------------
+
+def _file_count(loaded, advised):
+    """'3 results files', '1 advise file', '2 results files, 1 advise file'."""
+    parts = [f"{n} {what} file{'s' if n != 1 else ''}"
+             for n, what in ((len(loaded), "results"), (len(advised), "advise")) if n]
+    return ", ".join(parts)
+
+
+def _advise_prog(doc):
+    if isinstance(doc.get("app"), str):
+        return doc["app"]
+    prog = _list(doc.get("program"))
+    return os.path.basename(prog[0]) if prog and isinstance(prog[0], str) else "?"
+
+
+def _advise_sentence(doc):
+    rec = _dict(doc.get("recommendation"))
+    if isinstance(rec.get("sentence"), str):
+        return rec["sentence"]
+    st = _dict(doc.get("stopped"))
+    if doc.get("outcome") == "stopped" and isinstance(st.get("reason"), str):
+        return f"no advice: stopped: {st['reason']}"
+    return f"no advice ({doc.get('outcome')})"
+
+
+def _advise_class(doc):
+    return {"recommend": "faster", "keep-glibc": "tied", "locks-do-not-matter": "tied",
+            "stopped": "slower", "interrupted": "busy"}.get(doc.get("outcome"), "")
+
+
+def _fmt_metric_value(v, unit):
+    n = _num(v)
+    if n is None:
+        return "-"
+    if unit == "s":
+        from .shim import fmt_ns
+        return fmt_ns(n * 1e9)
+    return _fmt_si(n, f" {unit}" if unit else "")
+
+
+def fig_advise(doc, figs):
+    """Every run of every lock, in the ranking's order: left the metric (box: quartiles, whiskers
+    1.5 IQR; points: the runs, jittered sideways; dashed: glibc's median), right the CPU time per
+    run. The recommended lock is green, glibc grey."""
+    import random
+
+    m = _dict(doc.get("metric"))
+    unit = m.get("unit") if isinstance(m.get("unit"), str) else ""
+    stats = _dict(doc.get("stats"))
+    ranking = [r for r in _list(doc.get("ranking")) if isinstance(r, dict)]
+    order = [r["lock"] for r in ranking if isinstance(r.get("lock"), str)] or \
+        [x for x in _list(doc.get("locks")) if isinstance(x, str)]
+    vals = {lk: [v for v in (_num(x) for x in _list(_dict(stats.get(lk)).get("values")))
+                 if v is not None] for lk in order}
+    cpu = {lk: [c for c in (_num(_dict(t).get("cpu_s")) for t in _list(doc.get("runs"))
+                            if _dict(t).get("variant") == lk and _dict(t).get("ok") is True)
+                if c is not None] for lk in order}
+    if not any(vals.values()):
+        return None, "no lock has a successful run"
+    rec = _dict(doc.get("recommendation")).get("lock")
+    timed = _dict(doc.get("timed_out"))
+    n = len(order)
+    fig, axs = figs.new(2, 1, w=max(4.6, 0.62 * n + 1.6), h=3.8)
+    rng = random.Random(20160622)   # the same jitter every time: diffable reports
+    for ax, data, ylabel in ((axs[0][0], vals, f"{m.get('name', 'metric')}"
+                              f"{f' ({unit})' if unit else ''}"),
+                             (axs[0][1], cpu, "CPU time per run (s, user+sys)")):
+        pos = [i for i, lk in enumerate(order) if data[lk]]
+        if pos:
+            bp = ax.boxplot([data[order[i]] for i in pos], positions=pos, widths=0.55,
+                            showfliers=False, patch_artist=True, manage_ticks=False)
+            for i, box in zip(pos, bp["boxes"]):
+                lk = order[i]
+                box.set(facecolor="#b7e4b7" if lk == rec else "#e0e0e0" if lk == "glibc"
+                        else "#d6e4f5", edgecolor="#444444")
+                if lk == "glibc":
+                    box.set(linestyle="--")
+        for i, lk in enumerate(order):
+            ys = data[lk]
+            xs = [i + rng.uniform(-0.16, 0.16) for _ in ys]
+            ax.scatter(xs, ys, s=14, zorder=3, alpha=0.85,
+                       color="#1a7f1a" if lk == rec else "#555555" if lk == "glibc" else "#1f77b4")
+            if lk in timed:
+                ax.annotate("timed out", (i, 0), xycoords=("data", "axes fraction"),
+                            xytext=(0, 4), textcoords="offset points", ha="center", fontsize=7,
+                            color="#b32020", rotation=90, va="bottom")
+        base = data.get("glibc") or []
+        if base:
+            ax.axhline(sorted(base)[len(base) // 2] if len(base) % 2 else
+                       sum(sorted(base)[len(base) // 2 - 1:len(base) // 2 + 1]) / 2,
+                       color="#777777", linestyle="--", linewidth=1, zorder=1)
+        ax.set_xticks(range(n))
+        ax.set_xticklabels(order, rotation=30, ha="right", fontsize=8)
+        for lab in ax.get_xticklabels():
+            if lab.get_text() == rec:
+                lab.set_fontweight("bold")
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_ylabel(ylabel)
+        _eng_axis(ax)
+        ax.grid(True, axis="y", alpha=0.3)
+    better = "higher" if m.get("higher_is_better") else "lower"
+    _suptitle(fig, f"advise {_advise_prog(doc)}: every run of every lock ({better} is better; "
+                   "dashed line = glibc's median; green = the recommended lock)")
+    return figs.save(fig, f"advise-{_advise_prog(doc)}"), None
+
+
+def _advise_table(doc):
+    m = _dict(doc.get("metric"))
+    unit = m.get("unit") if isinstance(m.get("unit"), str) else ""
+    rows = []
+    for r in _list(doc.get("ranking")):
+        if not isinstance(r, dict):
+            continue
+        v = r.get("verdict") if isinstance(r.get("verdict"), str) else "-"
+        cls = v if v in ("faster", "slower", "tied") else ""
+        ci, sci = _pair(r.get("ci95")), _pair(r.get("speedup_ci95"))
+        sp, p = _num(r.get("speedup")), _num(r.get("mannwhitney_p"))
+        ov = r.get("overlap")
+        cpu = _num(r.get("cpu_s_median"))
+        cit = "-" if ci is None else \
+            f"{_fmt_metric_value(ci[0], unit)} .. {_fmt_metric_value(ci[1], unit)}"
+        rows.append(
+            f"<tr class=\"{cls}\"><td class=num>{_e(r.get('rank', '-'))}</td><td>{_e(r.get('lock'))}"
+            f"</td><td class=num>{_e(r.get('n', '-'))}/{_e(r.get('runs', '-'))}</td>"
+            f"<td class=num>{_e(_fmt_metric_value(r.get('median'), unit))}</td>"
+            f"<td class=num>{_e(cit)}</td>"
+            f"<td class=num>{'-' if sp is None else f'{sp:.2f}x'}</td>"
+            f"<td class=num>{'-' if sci is None else f'{sci[0]:.2f} .. {sci[1]:.2f}'}</td>"
+            f"<td class=num>{'-' if p is None else f'{p:.3g}'}</td>"
+            f"<td>{'yes' if ov is True else 'no' if ov is False else '-'}</td>"
+            f"<td class=verdict>{_e(v)}</td>"
+            f"<td class=num>{'-' if cpu is None else _e(_fmt_metric_value(cpu, 's'))}</td></tr>")
+    if not rows:
+        return "<p class=note>No lock was measured.</p>"
+    head = ("<tr><th>#</th><th>lock</th><th>runs</th><th>median</th><th>median 95% CI</th>"
+            "<th>vs glibc<br>(times better)</th><th>its 95% CI<br>(bootstrap)</th>"
+            "<th>Mann-Whitney p</th><th>ranges overlap<br>(min..max)</th><th>verdict</th>"
+            "<th>CPU per run</th></tr>")
+    return ("<p class=meta>Ranked by how many times better than glibc each lock's median is (glibc's "
+            "median over the lock's for a lower-is-better metric). A verdict is faster or slower "
+            "only when the [min, max] ranges of the runs do not overlap and Mann-Whitney p &lt; "
+            "0.05; otherwise tied.</p><div class=scroll><table class=advise>" + head +
+            "".join(rows) + "</table></div>")
+
+
+def _profile_html(prof, title):
+    from .shim import fmt_ns
+    rows = [r for r in _list(prof.get("top")) if isinstance(r, dict)]
+    run = _dict(prof.get("run"))
+    wall = _num(run.get("wall_s"))
+    title_txt = title + (f" (profile run: {fmt_ns(wall * 1e9)} wall)" if wall is not None else "")
+    if not rows:
+        return f"<h4>{_e(title_txt)}</h4><p class=note>No mutex in this profile.</p>"
+    body = []
+    for r in rows:
+        pct = _num(r.get("contended_pct"))
+        acq = r.get("acquisitions") if isinstance(r.get("acquisitions"), int) else 0
+        body.append(
+            f"<tr><td class=num>{_e(r.get('rank'))}</td><td><code>{_e(r.get('site_text'))}</code></td>"
+            f"<td>{_e(r.get('command', ''))} [{_e(r.get('pid', ''))}]</td>"
+            f"<td class=num>{acq:,}</td>"
+            f"<td class=num>{'-' if pct is None else f'{pct:.1f} %'}</td>"
+            f"<td class=num>{_e(fmt_ns(r.get('wait_ns_total')))}</td>"
+            f"<td class=num>{_e(fmt_ns(r.get('wait_ns_max')))}</td>"
+            f"<td class=num>{_e(fmt_ns(r.get('hold_ns_p99')))}</td></tr>")
+    f = prof.get("file")
+    src = f" <span class=meta>(full profile: {_e(f)})</span>" if isinstance(f, str) else ""
+    return (f"<h4>{_e(title_txt)}{src}</h4><table class=profile><tr><th>#</th><th>call site</th>"
+            "<th>process</th><th>acquisitions</th><th>contended</th><th>total wait</th>"
+            "<th>max wait</th><th>hold p99</th></tr>" + "".join(body) + "</table>")
+
+
+def _advise_section(path, doc, idx, figs, strict):
+    anchor = f"a{idx}"
+    title = f"advise: {_advise_prog(doc)}"
+    out = [f"<h2 id=\"{anchor}\">{_e(title)} <span class=meta>({_e(path)})</span></h2>"]
+    out.append(f"<ul class=claims><li class=\"claim {_advise_class(doc)}\"><b>"
+               f"{_e(_advise_sentence(doc))}</b></li></ul>")
+    m = _dict(doc.get("metric"))
+    plan = _dict(doc.get("plan"))
+    meta = [f"metric <code>{_e(m.get('name', '?'))}</code> "
+            f"({'higher' if m.get('higher_is_better') else 'lower'} is better)",
+            "locks " + ", ".join(f"<code>{_e(x)}</code>" for x in _list(doc.get("locks"))
+                                 if isinstance(x, str))]
+    if plan:
+        meta.append(f"{_e(plan.get('repeat'))} runs per lock, interleaved and shuffled (seed "
+                    f"{_e(doc.get('seed', 0))})")
+    if isinstance(doc.get("check_output"), str):
+        meta.append(f"output checked against glibc's: <code>{_e(doc['check_output'])}</code>")
+    if isinstance(doc.get("created"), str):
+        meta.append(f"created {_e(doc['created'])}")
+    out.append(f"<p class=meta>{'; '.join(meta)}</p>")
+    out.append(f"<p class=meta>Command:</p><pre><code>{_e(doc.get('command', ''))}</code></pre>")
+    c = _dict(doc.get("contention"))
+    if c:
+        try:
+            out.append(f"<p>{_e(advise_mod.contention_sentence(c))}.</p>")
+        except (KeyError, TypeError, ValueError) as e:
+            if strict:
+                raise
+            out.append(f"<p class=note>contention: not shown ({type(e).__name__})</p>")
+    st = _dict(doc.get("stopped"))
+    if st:
+        out.append(f"<p class=busy>Stopped: {_e(st.get('reason', ''))}</p>")
+        if isinstance(st.get("stderr_tail"), str) and st["stderr_tail"].strip():
+            out.append(f"<pre><code>{_e(st['stderr_tail'][-1500:])}</code></pre>")
+    timed = _dict(doc.get("timed_out"))
+    if timed:
+        out.append("<p class=busy>Timed out, left out of the remaining repeats: " +
+                   ", ".join(f"{_e(k)} (repeat {_e(_dict(v).get('repeat'))}, after "
+                             f"{_e(_dict(v).get('timeout_s'))} s)" for k, v in timed.items()) + "</p>")
+    if _list(doc.get("runs")):
+        try:
+            name, note = fig_advise(doc, figs)
+        except Exception as e:
+            if strict:
+                raise
+            name, note = None, f"{type(e).__name__}: {e}"
+        if name:
+            out.append(_figure_html(name, f"{title}: distributions",
+                                    "Every run of every lock, in the ranking's order: left the "
+                                    "metric (box = quartiles, whiskers = 1.5 IQR, points = the runs), "
+                                    "right the CPU time (user + sys) of each run; dashed line = "
+                                    "glibc's median.", doc.get("command")))
+        else:
+            out.append(f"<p class=note>distributions: not drawn ({_e(note)})</p>")
+        out.append("<h3>Every lock against glibc</h3>")
+        out.append(_advise_table(doc))
+    profs = _dict(doc.get("profiles"))
+    if profs:
+        out.append("<h3>Most contended locks (the lock profile)</h3>")
+        for lock, prof in profs.items():
+            if isinstance(prof, dict):
+                out.append(_profile_html(prof, f"on {lock}"))
+    mach = _dict(doc.get("machine"))
+    if mach:
+        out.append("<h3>Machine</h3>" + _machine_table(mach))
+    return anchor, title, "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
 # CLI glue (cli.py calls these; `python -m locklab.report` works on its own too)
 # ---------------------------------------------------------------------------------------------
 
 def add_arguments(parser):
     """Add the report options to the `report` subparser."""
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="results files (locklab-results/1) from `locklab bench --out`")
+                        help="results files (locklab-results/1) from `locklab bench --out`, and "
+                        "advise files (locklab-advise/1: DIR/advise.json from `locklab advise`)")
     parser.add_argument("-o", "--out", metavar="DIR", default="report",
                         help="output directory for index.html and its images (default: report)")
     parser.add_argument("--focus", metavar="NAME",

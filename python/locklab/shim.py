@@ -125,8 +125,9 @@ def spinning_locks(preload=None):
     return {x["name"] for x in shim_locks(preload)["locks"] if x.get("supported") and x.get("spins")}
 
 
-def check_lock(name, preload=None, allow_none=False):
-    """UsageError unless the shim supports `name` ("none": no shim at all, when allowed)."""
+def check_lock(name, preload=None, allow_none=False, opt="--lock"):
+    """UsageError unless the shim supports `name` ("none": no shim at all, when allowed); the
+    message names the option `opt`."""
     if allow_none and name == "none":
         return name
     doc = shim_locks(preload)
@@ -135,30 +136,31 @@ def check_lock(name, preload=None, allow_none=False):
         if x["name"] == name:
             if x.get("supported"):
                 return name
-            raise UsageError(f"--lock: '{name}' cannot be used by the shim: {x.get('why')} "
+            raise UsageError(f"{opt}: '{name}' cannot be used by the shim: {x.get('why')} "
                              f"(expected one of {', '.join(names)})")
     extra = ", none" if allow_none else ""
-    raise UsageError(f"--lock: expected one of {', '.join(names)}{extra}, got '{name}'")
+    raise UsageError(f"{opt}: expected one of {', '.join(names)}{extra}, got '{name}'")
 
 
 # ------------------------------------------------------------------------------------------------
 # the command
 
-def resolve_command(argv):
-    """The file a shell would execute for argv[0]: CommandNotFound (127) / NotExecutable (126)."""
+def resolve_command(argv, what="run"):
+    """The file a shell would execute for argv[0]: CommandNotFound (127) / NotExecutable (126);
+    messages start with `what` (the subcommand)."""
     if not argv:
-        raise UsageError("run: expected a command after --, got nothing")
+        raise UsageError(f"{what}: expected a command after --, got nothing")
     name = argv[0]
     if "/" in name:
         p = Path(name)
         if not p.exists():
-            raise CommandNotFound(f"run: {name}: no such file")
+            raise CommandNotFound(f"{what}: {name}: no such file")
         if p.is_dir() or not os.access(p, os.X_OK):
-            raise NotExecutable(f"run: {name}: not an executable file")
+            raise NotExecutable(f"{what}: {name}: not an executable file")
         return str(p)
     w = shutil.which(name)
     if not w:
-        raise CommandNotFound(f"run: {name}: command not found")
+        raise CommandNotFound(f"{what}: {name}: command not found")
     return w
 
 
@@ -192,19 +194,20 @@ def elf_interp(path):
         return True, None
 
 
-def check_interposable(path, _depth=0):
-    """UsageError when LD_PRELOAD cannot reach the program (the shim would silently measure glibc)."""
+def check_interposable(path, _depth=0, what="run"):
+    """UsageError when LD_PRELOAD cannot reach the program (the shim would silently measure glibc);
+    messages start with `what` (the subcommand)."""
     st = os.stat(path)
     if st.st_mode & (stat.S_ISUID | stat.S_ISGID) and os.geteuid() != st.st_uid:
-        raise UsageError(f"run: {path} is setuid/setgid: the dynamic linker ignores LD_PRELOAD for it, "
+        raise UsageError(f"{what}: {path} is setuid/setgid: the dynamic linker ignores LD_PRELOAD for it, "
                          "so it would run on glibc's locks, not the shim's")
     try:
         is_elf, interp = elf_interp(path)
     except OSError as e:
-        raise NotExecutable(f"run: {path}: cannot read it ({e.strerror})")
+        raise NotExecutable(f"{what}: {path}: cannot read it ({e.strerror})")
     if is_elf:
         if interp is None:
-            raise UsageError(f"run: {path} is statically linked (no ELF interpreter): LD_PRELOAD "
+            raise UsageError(f"{what}: {path} is statically linked (no ELF interpreter): LD_PRELOAD "
                              "cannot replace its pthread functions, so locklab cannot run it on "
                              "another lock or profile it")
         return
@@ -217,7 +220,7 @@ def check_interposable(path, _depth=0):
             if interp.endswith("/env") and len(words) > 1:
                 interp = shutil.which(words[1]) or words[1]
             if os.path.exists(interp):
-                check_interposable(interp, _depth + 1)
+                check_interposable(interp, _depth + 1, what)
 
 
 def clean_env(base=None):

@@ -1,16 +1,18 @@
 """Run one command under several locks, R times each, interleaved and shuffled, and compare.
 
-This is the machinery behind `locklab apps` and, later, `locklab advise`:
+This is the machinery behind `locklab apps` and `locklab advise` (advise.py):
 
     Command       what to run: argv, stdin, which output to fingerprint, the metric, an optional
                   service (a server started on the lock around the command, which drives it), a
                   timeout, and whether the output must be identical on every lock
     Metric        "wall" (the command's wall time, lower is better), a regular expression on its
-                  output (e.g. sysbench's "total time"), or any function of (output, record)
+                  output (e.g. sysbench's "total time"), or any function of (output, record),
+                  which may raise MetricError to fail the run with its reason
     schedule()    repeats are the outer loop and the variants are shuffled within each repeat
                   (seeded), so slow drift of the machine hits every lock alike
     run_trial()   one run: locklab-exec (C) measures wall and CPU time and the exit status; the
-                  output is hashed (sha256) and the metric read; a failure keeps stderr's tail
+                  output is hashed (sha256) and the metric read; a failure keeps stderr's tail;
+                  Command.keep_output keeps the output file for the caller to compare
     run_trials()  the schedule, with a progress bar
     analyse()     per variant: the metric's summary (stats.summarize), CPU per run, the comparison
                   with the baseline (ratio of medians with bootstrap CI, Mann-Whitney p, overlap,
@@ -27,6 +29,7 @@ import math
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,11 +54,20 @@ class Metric:
     func: Optional[Callable] = None    # func(output_text, record) -> float
 
     def read(self, output, record):
+        """The run's value, None when the output does not have it (a regex that matched nothing);
+        MetricError when it has something that is not a number."""
         if self.func is not None:
             return self.func(output, record)
         if self.regex is not None:
             m = re.search(self.regex, output, re.MULTILINE)
-            return float(m.group(1)) * self.scale if m else None
+            if not m:
+                return None
+            text = m.group(1) if m.re.groups else m.group(0)   # a pattern without a group: all of it
+            try:
+                return float(text) * self.scale
+            except (TypeError, ValueError):
+                raise MetricError(f"metric '{self.name}': the regex matched {m.group(0)!r}, and "
+                                  f"{text!r} is not a number") from None
         return record["wall_ns"] / 1e9
 
     def describe(self):
@@ -92,6 +104,10 @@ class Command:
     # (stress-ng's EXIT_NO_RESOURCE, 3): such a run is repeated, up to `retries` times, and counted
     retry_statuses: tuple = ()
     retries: int = 0
+    # keep the fingerprinted output of a successful run (moved to <workdir>/<tag>.output, named by
+    # the trial's "output_path"; the caller removes it) instead of deleting it: `locklab advise
+    # --check-output` shows where a run's output differs from the reference
+    keep_output: bool = False
 
 
 def schedule(variants, repeat, seed=0, shuffle=True):
@@ -218,13 +234,22 @@ def _run_trial_once(cmd, variant, repeat, workdir, exec_path=None, preload=None,
     except OSError:
         text = ""
     text += _tail(err_path, 1 << 16)
-    value = cmd.metric.read(text, record)
+    try:
+        value = cmd.metric.read(text, record)
+    except MetricError as e:
+        trial["error"] = e.message
+        trial["stderr_tail"] = text[-2000:]
+        return trial
     if value is None or not math.isfinite(value):
         trial["error"] = f"metric '{cmd.metric.name}' not found in the output"
         trial["stderr_tail"] = text[-2000:]
         return trial
     trial["metric"] = float(value)
     trial["ok"] = True
+    if cmd.keep_output and os.path.exists(fp):
+        kept = os.path.join(workdir, f"{tag}.output")
+        shutil.move(fp, kept)
+        trial["output_path"] = kept
     for p in (out_path, err_path, rec_path):
         try:
             os.unlink(p)
@@ -296,10 +321,10 @@ def analyse(trials, variants, baseline, higher_is_better):
     return {"stats": per, "comparisons": comps, "identity": identity}
 
 
-def check_variants(variants, preload=None, allow_none=True):
-    """UsageError for a variant the shim does not support."""
+def check_variants(variants, preload=None, allow_none=True, opt="--lock"):
+    """UsageError for a variant the shim does not support (the message names the option `opt`)."""
     for v in variants:
-        shim.check_lock(v, preload, allow_none=allow_none)
+        shim.check_lock(v, preload, allow_none=allow_none, opt=opt)
     return variants
 
 
@@ -307,5 +332,10 @@ class TrialError(LocklabError):
     """A run failed where the baseline did not (the caller decides whether that stops everything)."""
 
 
+class MetricError(LocklabError):
+    """A run's output has no usable value of the metric (Metric.func raises it to say why): the
+    run fails with this message as its error."""
+
+
 __all__ = ["Metric", "WALL", "Service", "Command", "schedule", "run_trial", "run_trials", "analyse",
-           "check_variants", "TrialError", "UsageError"]
+           "check_variants", "TrialError", "MetricError", "UsageError"]
