@@ -10,7 +10,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SANITIZERS := thread address undefined
 
-.PHONY: all demo check setup deps build build-stats build-hooks test-c test-san test-stats test-hooks test-py test-skips conformance clean
+.PHONY: all demo check setup deps build build-stats build-hooks $(addprefix build-,$(SANITIZERS)) test-c test-san test-stats test-hooks test-py test-skips conformance clean
 
 all: build
 
@@ -37,7 +37,9 @@ build-stats:
 	cmake -S . -B build-stats $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON >/dev/null
 	cmake --build build-stats -j $(JOBS)
 
-build-%:
+# A static pattern rule, so that the three names can be phony (a plain pattern rule is skipped for a
+# phony target): an existing build-thread/ must still be rebuilt, never tested stale.
+$(addprefix build-,$(SANITIZERS)): build-%:
 	cmake -S . -B build-$* $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_SANITIZE=$* >/dev/null
 	cmake --build build-$* -j $(JOBS)
 
