@@ -751,15 +751,22 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 
 			w.handoff_at = ns_ts((int64_t)now_ns(CLOCK_MONOTONIC) + (int64_t)(h * (q + 1)));
 		}
+		LK_TEST_HOOK("mutex.park", m);	/* test builds only: about to park; validate() not run yet */
 		clockid_t pclock;
 		const struct timespec *pdl = park_deadline(&w, &pclock);
 		lk_token_t token = LK_TOKEN_NORMAL;
 		int r = lkp_park_ex(&m->word, &lock_park_ops, &w, w.owed ? PARK_OWED : PARK_QUEUED, pdl, pclock,
 				    &token);
 
-		w.parked = true;
-		if (r != LK_PARK_INVALID)
+		/*
+		 * Only a park that queued us counts: a refused one (LK_PARK_INVALID: validate() saw L or
+		 * P clear) never waited in the queue, so this thread must not go back to the head
+		 * (invariant 7) nor keep a handoff deadline it did not wait for - it is a newcomer still.
+		 */
+		if (r != LK_PARK_INVALID) {
+			w.parked = true;
 			lockstat_inc(mutex_park);
+		}
 		if (r == LK_PARK_UNPARKED) {
 			if (token == TOKEN_HANDOFF) {
 				/* acquire: pairs with the release CAS in unlock_callback() (UH) */
