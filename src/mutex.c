@@ -61,7 +61,9 @@
  *   lock fast path (mutex.h)   F1  fetch_or L                    acquired iff old L clear (acquire)
  *   unlock fast path           F2  CAS L -> 0                    (release)
  *   (mutex.h)                  F3  CAS v -> v & ~L               if !(P && (!S || H > 0)) (release);
- *                                                                otherwise lk_mutex_unlock_slow
+ *                                                                otherwise lk_mutex_unlock_slow,
+ *                                                                which returns EPERM (no CAS, nobody
+ *                                                                woken) if v has no L, even with P, H
  *   lock_slow()                N   CAS v -> fresh(v)             v has stale S, H or Q (fork only)
  *                              B   CAS v -> v | L                barge: v has no L (acquire)
  *                              C   CAS v -> v | S                claim S: v has L, no S, H == 0, and
@@ -940,10 +942,15 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 		for (;;) {
 			uint32_t fv = fresh(v);
 
-			if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
-				break;
+			/*
+			 * L first: an unlock of a free mutex changes nothing, even when threads are
+			 * parked and owed it (a condvar waiter requeued onto the free mutex: P and H
+			 * set, L clear) - never wake or hand a free lock to anybody.
+			 */
 			if (!(v & L))
 				return EPERM;
+			if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
+				break;
 			/* release: publishes the critical section to the next owner's acquire RMW */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,
 								  memory_order_relaxed))
