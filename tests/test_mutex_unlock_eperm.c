@@ -5,7 +5,8 @@
  * look at L before it decides to wake or hand over, never hand a free lock to a parked waiter.
  *
  * 1. A word with PARKED set and LOCKED clear and a thread queued on its address (a stand-in parked
- *    through the public parking-lot API; its validate sets P, as a mutex waiter's PP does): unlock
+ *    through the public parking-lot API; its validate sets P with this process's fork generation,
+ *    as a mutex waiter's PP does): unlock
  *    must return EPERM, leave the word as it was and unpark nobody.
  * 2. The state lk_cond reaches for real (src/mutex.c invariant 6: "CR onto a free mutex"): waiters A
  *    and B on c with m; A is held in a signal handler (still queued on c, its sleep interrupted);
@@ -39,12 +40,14 @@ static uint32_t word(lk_mutex_t *mx)
 
 static lk_mutex_t m1 = LK_MUTEX_INITIALIZER;
 static _Atomic int x_queued;
+/* PARKED carries the fork generation that set it (GEN): this process never forked, so it is 1 */
+#define GEN1 (1u << __builtin_ctz(LK_MUTEX_GEN_MASK))
 
 static bool x_validate(void *ctx)
 {
 	(void)ctx;
 	/* relaxed: bit bookkeeping under the bucket lock, as the mutex's own PP/validate */
-	atomic_fetch_or_explicit(&m1.word, LK_MUTEX_PARKED, memory_order_relaxed);
+	atomic_fetch_or_explicit(&m1.word, LK_MUTEX_PARKED | GEN1, memory_order_relaxed);
 	return true;
 }
 
@@ -76,7 +79,7 @@ static void part1(void)
 		sched_yield();
 	uint32_t before = word(&m1);
 
-	CHECK_EQ(before, LK_MUTEX_PARKED);
+	CHECK_EQ(before, LK_MUTEX_PARKED | GEN1);
 	CHECK_EQ(lk_mutex_unlock(&m1), EPERM);
 	CHECK_EQ(word(&m1), before);
 	/* X is still queued: our unpark finds it; the unlock above woke nobody */
