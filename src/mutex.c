@@ -50,7 +50,11 @@
  * (fresh(v): P, S, G, H and Q cleared), in the same CAS, and sets G to the current generation when
  * the result has P, S, H or Q, 0 otherwise (retag()). A waiter always runs its loop's first step,
  * N, before it parks, so no thread of the child ever sleeps behind a stale S, and a P it sets (PP,
- * CP) is tagged with the child's generation. No cost without fork: the fast paths never look at G,
+ * CP) is tagged with the child's generation. The handler is registered by a constructor of
+ * priority 101, like the parking lot's reset: in a statically linked program too, both run before
+ * any child handler the program registers from main() or a default-priority constructor, so such a
+ * handler (the "lock in prepare, unlock in child" pattern) already sees the ancestor's state as
+ * stale. No cost without fork: the fast paths never look at G,
  * the slow paths read the generation (a read-mostly global) and write nothing more. Limit: G has 7
  * bits, so stale state survives unrecognised only in a word nobody contended through 127 nested
  * generations of forks.
@@ -281,8 +285,13 @@ static void fork_child(void)
 	atomic_store_explicit(&fork_gen, g % 127 + 1, memory_order_relaxed);
 }
 
-/* Registered when the library is loaded: before any word of this process can hold P, S, H or Q. */
-static __attribute__((constructor)) void fork_handler_init(void)
+/*
+ * Registered when the library is loaded (before any word of this process can hold P, S, H or Q),
+ * with the parking lot's priority (101), so that it runs before any child handler registered from
+ * main() or a default-priority constructor of the program - in a statically linked program too,
+ * where a default-priority constructor of the program's own objects runs before the library's.
+ */
+static __attribute__((constructor(101))) void fork_handler_init(void)
 {
 	pthread_atfork(NULL, NULL, fork_child);
 }
