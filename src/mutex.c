@@ -80,9 +80,10 @@
  *                                                                H > 0, or the spinner's own handoff
  *                                                                deadline came: park
  *   lock_validate (bucket      V   CAS v -> Q+1                  v has L and P: park, at the HEAD if
- *   lock)                                                        this waiter parked before in this
- *                                                                call and H == 0, else at the TAIL.
- *                                                                Otherwise no CAS: do not park.
+ *   lock)                                                        this waiter was queued before in
+ *                                                                this call and H == 0, else at the
+ *                                                                TAIL. Otherwise no CAS: do not park
+ *                                                                (and a refused park is no park).
  *   lock_expired (bucket lock; EX  CAS v -> v | L                v has no L: take it (acquire), then
  *   handoff deadline passed,                                     leave the queue (TO, not owed)
  *   still queued, not owed)    EH  CAS v -> H+1                  v has L: owed; stays queued in place,
