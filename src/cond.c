@@ -182,19 +182,13 @@ struct wake_ctx {
 	uintptr_t seen;		/* what validate found in c->mutex */
 };
 
-/* Under the mutex's bucket lock (validate/callback of a requeue): L,P?,S? -> L,P,S? iff L is set. */
+/*
+ * Under the mutex's bucket lock (validate/callback of a requeue): L,P?,S? -> L,P,S? iff L is set
+ * (CP; in src/mutex.c, which tags P with the fork generation and drops an ancestor's stale bits).
+ */
 static bool mark_parked_if_locked(lk_mutex_t *m)
 {
-	/* relaxed: we only look; the CAS below changes only the P bit */
-	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
-
-	while (v & LK_MUTEX_LOCKED) {
-		/* relaxed: bit bookkeeping, no data; ordered with the mutex's validate() by the bucket lock */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | LK_MUTEX_PARKED,
-							  memory_order_relaxed, memory_order_relaxed))
-			return true;
-	}
-	return false;
+	return lkm_mark_parked_if_locked(m);
 }
 
 /* Under c's bucket lock: c records a mutex but nobody waits (a child after fork): forget it. */

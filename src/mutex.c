@@ -10,7 +10,7 @@
  *   bit  0     L  LOCKED    a thread owns the mutex
  *   bit  1     P  PARKED    threads may be parked on &m->word (an unlock must look)
  *   bit  2     S  SPINNING  one waiter is awake and spinning (it will take the lock when it is free)
- *   bits 3-9   G  GEN       the fork generation in which S, H and Q were written: the process's
+ *   bits 3-9   G  GEN       the fork generation in which P, S, H and Q were written: the process's
  *                           (1..127) while any of them is set, 0 when all are clear
  *   bits 10-21 H  OWED      how many queued waiters are owed a handoff, saturating at HMAX = 4095: a
  *                           waiter whose own handoff deadline passed (it counted itself), or a
@@ -41,14 +41,20 @@
  * the number of waiters, as it must for any design that lets the lock run at full speed between
  * handoffs; it is stated below and in docs/mutex.md.
  *
- * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind S, H
- * and Q: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
- * owed waiters of the parent would keep H > 0, and Q would count them. The child's atfork handler
- * bumps the process's generation (1..127, cyclic); S, H and Q whose G differs belong to an ancestor
- * and are STALE: every slow-path transition below first drops them (fresh(v): S, G, H and Q
- * cleared), in the same CAS, and sets G to the current generation when the result has S, H or Q, 0
- * otherwise (retag()). A waiter always runs its loop's first step, N, before it parks, so no thread
- * of the child ever sleeps behind a stale S. No cost without fork: the fast paths never look at G,
+ * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind P, S,
+ * H and Q: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
+ * owed waiters of the parent would keep H > 0, Q would count them, and P would say somebody is
+ * parked (with S beside it no unlock ever clears it, and lk_mutex_destroy said EBUSY forever). The
+ * child's atfork handler bumps the process's generation (1..127, cyclic); P, S, H and Q whose G
+ * differs belong to an ancestor and are STALE: every slow-path transition below first drops them
+ * (fresh(v): P, S, G, H and Q cleared), in the same CAS, and sets G to the current generation when
+ * the result has P, S, H or Q, 0 otherwise (retag()). A waiter always runs its loop's first step,
+ * N, before it parks, so no thread of the child ever sleeps behind a stale S, and a P it sets (PP,
+ * CP) is tagged with the child's generation. The handler is registered by a constructor of
+ * priority 101, like the parking lot's reset: in a statically linked program too, both run before
+ * any child handler the program registers from main() or a default-priority constructor, so such a
+ * handler (the "lock in prepare, unlock in child" pattern) already sees the ancestor's state as
+ * stale. No cost without fork: the fast paths never look at G,
  * the slow paths read the generation (a read-mostly global) and write nothing more. Limit: G has 7
  * bits, so stale state survives unrecognised only in a word nobody contended through 127 nested
  * generations of forks.
@@ -61,8 +67,10 @@
  *   lock fast path (mutex.h)   F1  fetch_or L                    acquired iff old L clear (acquire)
  *   unlock fast path           F2  CAS L -> 0                    (release)
  *   (mutex.h)                  F3  CAS v -> v & ~L               if !(P && (!S || H > 0)) (release);
- *                                                                otherwise lk_mutex_unlock_slow
- *   lock_slow()                N   CAS v -> fresh(v)             v has stale S, H or Q (fork only)
+ *                                                                otherwise lk_mutex_unlock_slow,
+ *                                                                which returns EPERM (no CAS, nobody
+ *                                                                woken) if v has no L, even with P, H
+ *   lock_slow()                N   CAS v -> fresh(v)             v has stale P, S, H or Q (fork only)
  *                              B   CAS v -> v | L                barge: v has no L (acquire)
  *                              C   CAS v -> v | S                claim S: v has L, no S, H == 0, and
  *                                                                spinning is allowed
@@ -72,9 +80,10 @@
  *                                                                H > 0, or the spinner's own handoff
  *                                                                deadline came: park
  *   lock_validate (bucket      V   CAS v -> Q+1                  v has L and P: park, at the HEAD if
- *   lock)                                                        this waiter parked before in this
- *                                                                call and H == 0, else at the TAIL.
- *                                                                Otherwise no CAS: do not park.
+ *   lock)                                                        this waiter was queued before in
+ *                                                                this call and H == 0, else at the
+ *                                                                TAIL. Otherwise no CAS: do not park
+ *                                                                (and a refused park is no park).
  *   lock_expired (bucket lock; EX  CAS v -> v | L                v has no L: take it (acquire), then
  *   handoff deadline passed,                                     leave the queue (TO, not owed)
  *   still queued, not owed)    EH  CAS v -> H+1                  v has L: owed; stays queued in place,
@@ -265,7 +274,7 @@ static inline uint32_t emptied(uint32_t v)
 
 #define G_SHIFT 3
 #define G_MASK (0x7fu << G_SHIFT)
-#define G_TAGGED (S | H_MASK | Q_MASK)	/* the fields G vouches for */
+#define G_TAGGED (P | S | H_MASK | Q_MASK)	/* the fields G vouches for */
 
 static _Atomic uint32_t fork_gen = 1;	/* 1..127 */
 
@@ -277,8 +286,13 @@ static void fork_child(void)
 	atomic_store_explicit(&fork_gen, g % 127 + 1, memory_order_relaxed);
 }
 
-/* Registered when the library is loaded: before any word of this process can hold S, H or Q. */
-static __attribute__((constructor)) void fork_handler_init(void)
+/*
+ * Registered when the library is loaded (before any word of this process can hold P, S, H or Q),
+ * with the parking lot's priority (101), so that it runs before any child handler registered from
+ * main() or a default-priority constructor of the program - in a statically linked program too,
+ * where a default-priority constructor of the program's own objects runs before the library's.
+ */
+static __attribute__((constructor(101))) void fork_handler_init(void)
 {
 	pthread_atfork(NULL, NULL, fork_child);
 }
@@ -289,7 +303,7 @@ static inline uint32_t gen_bits(void)
 	return atomic_load_explicit(&fork_gen, memory_order_relaxed) << G_SHIFT;
 }
 
-/* v with S, H and Q of an ancestor process (G is not ours) dropped, and G with them. */
+/* v with P, S, H and Q of an ancestor process (G is not ours) dropped, and G with them. */
 static inline uint32_t fresh(uint32_t v)
 {
 	if ((v & G_TAGGED) && (v & G_MASK) != gen_bits())
@@ -297,7 +311,7 @@ static inline uint32_t fresh(uint32_t v)
 	return v;
 }
 
-/* G follows S, H and Q: this process's generation while any is set, 0 when all are clear. */
+/* G follows P, S, H and Q: this process's generation while any is set, 0 when all are clear. */
 static inline uint32_t retag(uint32_t v)
 {
 	v &= ~G_MASK;
@@ -709,7 +723,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			}
 		}
 		if (fresh(v) != v) {
-			/* N: S, H or Q of an ancestor process (fork). relaxed: role bits, no data */
+			/* N: P, S, H or Q of an ancestor process (fork). relaxed: role bits, no data */
 			atomic_compare_exchange_weak_explicit(&m->word, &v, fresh(v), memory_order_relaxed,
 							      memory_order_relaxed);
 			continue;
@@ -736,8 +750,8 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		}
 		if (!(v & P)) {
 			/* PP. relaxed: bit bookkeeping; validate() re-checks it under the bucket lock */
-			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, v | P, memory_order_relaxed,
-								   memory_order_relaxed))
+			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | P),
+								   memory_order_relaxed, memory_order_relaxed))
 				continue;
 		}
 		if (!w.parked) {
@@ -751,15 +765,22 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 
 			w.handoff_at = ns_ts((int64_t)now_ns(CLOCK_MONOTONIC) + (int64_t)(h * (q + 1)));
 		}
+		LK_TEST_HOOK("mutex.park", m);	/* test builds only: about to park; validate() not run yet */
 		clockid_t pclock;
 		const struct timespec *pdl = park_deadline(&w, &pclock);
 		lk_token_t token = LK_TOKEN_NORMAL;
 		int r = lkp_park_ex(&m->word, &lock_park_ops, &w, w.owed ? PARK_OWED : PARK_QUEUED, pdl, pclock,
 				    &token);
 
-		w.parked = true;
-		if (r != LK_PARK_INVALID)
+		/*
+		 * Only a park that queued us counts: a refused one (LK_PARK_INVALID: validate() saw L or
+		 * P clear) never waited in the queue, so this thread must not go back to the head
+		 * (invariant 7) nor keep a handoff deadline it did not wait for - it is a newcomer still.
+		 */
+		if (r != LK_PARK_INVALID) {
+			w.parked = true;
 			lockstat_inc(mutex_park);
+		}
 		if (r == LK_PARK_UNPARKED) {
 			if (token == TOKEN_HANDOFF) {
 				/* acquire: pairs with the release CAS in unlock_callback() (UH) */
@@ -927,16 +948,21 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 	for (;;) {
 		/*
 		 * The state may have moved since the inline path (or UZ) looked: re-check as it does
-		 * (F3), with stale S, H and Q dropped (after a fork the inline test saw an ancestor's H,
+		 * (F3), with stale P, S, H and Q dropped (after a fork the inline test saw an ancestor's H,
 		 * or may keep seeing S).
 		 */
 		for (;;) {
 			uint32_t fv = fresh(v);
 
-			if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
-				break;
+			/*
+			 * L first: an unlock of a free mutex changes nothing, even when threads are
+			 * parked and owed it (a condvar waiter requeued onto the free mutex: P and H
+			 * set, L clear) - never wake or hand a free lock to anybody.
+			 */
 			if (!(v & L))
 				return EPERM;
+			if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
+				break;
 			/* release: publishes the critical section to the next owner's acquire RMW */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,
 								  memory_order_relaxed))
@@ -964,6 +990,23 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 }
 
 /* ---- for lk_cond (mutex_internal.h) ------------------------------------------------------------- */
+
+bool lkm_mark_parked_if_locked(lk_mutex_t *m)
+{
+	/* relaxed: we only look; the CAS below decides */
+	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed), nv;
+
+	do {	/* CP */
+		uint32_t fv = fresh(v);
+
+		if (!(fv & L))
+			return false;
+		nv = retag(fv | P);
+		/* relaxed: bit bookkeeping under the bucket lock, ordered with validate() by it; no data */
+	} while (nv != v && !atomic_compare_exchange_weak_explicit(&m->word, &v, nv, memory_order_relaxed,
+								   memory_order_relaxed));
+	return true;
+}
 
 void lkm_requeued(lk_mutex_t *m, unsigned n, bool set_parked)
 {

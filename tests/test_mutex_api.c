@@ -67,12 +67,23 @@ static void test_basic(void)
 	CHECK_EQ(lk_mutex_unlock(&m), EPERM);
 	CHECK_EQ(lk_mutex_destroy(&m), 0);
 
-	/* a held mutex with waiters recorded is busy too; trylock of a free one with stale bits works */
-	atomic_store_explicit(&m.word, LK_MUTEX_PARKED, memory_order_relaxed);
+	/*
+	 * a mutex with waiters recorded is busy too; trylock of a free one with stale bits works. PARKED
+	 * carries the fork generation that wrote it (GEN): this process never forked, so it is 1.
+	 */
+	const uint32_t gen1 = 1u << __builtin_ctz(LK_MUTEX_GEN_MASK);
+
+	atomic_store_explicit(&m.word, LK_MUTEX_PARKED | gen1, memory_order_relaxed);
 	CHECK_EQ(lk_mutex_destroy(&m), EBUSY);
 	CHECK_EQ(lk_mutex_trylock(&m), 0);
-	CHECK_EQ(word(&m), LK_MUTEX_LOCKED | LK_MUTEX_PARKED);
+	CHECK_EQ(word(&m), LK_MUTEX_LOCKED | LK_MUTEX_PARKED | gen1);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);	/* slow path: nobody parked, clears P */
+	CHECK_EQ(word(&m), 0);
+	/* PARKED of another generation (an ancestor's waiters, after a fork) is stale: nobody waits */
+	atomic_store_explicit(&m.word, LK_MUTEX_PARKED | (gen1 << 1), memory_order_relaxed);
+	CHECK_EQ(lk_mutex_destroy(&m), 0);
+	CHECK_EQ(lk_mutex_trylock(&m), 0);
+	CHECK_EQ(lk_mutex_unlock(&m), 0);	/* slow path: drops the stale P */
 	CHECK_EQ(word(&m), 0);
 
 	/* the ownership passes to another thread and back */

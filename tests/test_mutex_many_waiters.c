@@ -16,8 +16,9 @@
  *
  * with WAKE, one wake-up, set generously for a busy machine (10 ms; 100 ms under a sanitizer; the
  * longest wait measured here was 11 ms, the bound comes to ~0.5 s): a safety net, not a timing claim.
- * And every thread acquires at least once before the run stops (with the mechanism switched off -
- * handoff_ns 10 s - one thread of the 10 ms spinning run got nothing in 0.6 s). The exact,
+ * And every untimed thread acquires at least once before the run stops (with the mechanism switched
+ * off - handoff_ns 10 s - one thread of the 10 ms spinning run got nothing in 0.6 s; a timed waiter
+ * may time out on every call, its deadline being shorter than its handoff deadline). The exact,
  * event-counted form of the bound - once W is owed, at most as many others acquire before it as were
  * queued ahead of it - is tests/hooks/test_hook_mutex_owed_bound.c, which needs a pause point.
  */
@@ -112,16 +113,22 @@ static void run(const char *what, uint64_t handoff_ns, uint32_t spin_min_ns, uin
 	uint64_t bound = NT * (handoff_ns + atomic_load(&r.worst_cs_ns) + wake) + wake;
 	unsigned long least = ~0ul;
 
+	/*
+	 * Starvation is judged on the untimed threads: a timed waiter's 0-2 ms deadline is usually
+	 * shorter than its handoff deadline ((q + 1) * handoff_ns with q ~ NT - 1 queued: ~4.8 ms
+	 * here), so it may time out on every call of a short run - as documented, not starvation. Its
+	 * waits are bounded like everyone's (worst_wait_ns).
+	 */
 	for (int i = 0; i < NT; i++)
-		if (r.thread_ops[i] < least)
+		if (i % 4 != 3 && r.thread_ops[i] < least)
 			least = r.thread_ops[i];
 	if (atomic_load(&r.worst_wait_ns) > bound)
 		fprintf(stderr, "a wait of %.1f ms, over the bound of %.1f ms\n", atomic_load(&r.worst_wait_ns) / 1e6,
 			bound / 1e6);
 	CHECK(atomic_load(&r.worst_wait_ns) <= bound);
-	CHECK(least >= 1);	/* nobody starved through the whole run */
+	CHECK(least >= 1);	/* no untimed thread starved through the whole run */
 	CHECK_EQ(atomic_load_explicit(&r.m.word, memory_order_relaxed), 0);
-	printf("  %-26s %lu acquisitions, %lu timeouts; least per thread %lu; longest wait %.2f ms "
+	printf("  %-26s %lu acquisitions, %lu timeouts; least per untimed thread %lu; longest wait %.2f ms "
 	       "(bound %.0f ms; longest critical section %.2f ms)\n",
 	       what, atomic_load(&r.ops), atomic_load(&r.timeouts), least, atomic_load(&r.worst_wait_ns) / 1e6,
 	       bound / 1e6, atomic_load(&r.worst_cs_ns) / 1e6);

@@ -9,8 +9,9 @@
  *	bit  1     PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
  *	bit  2     SPINNING  one waiter is awake and spinning on the word (a newcomer, or the waiter an
  *	                     unlock just woke); every other waiter sleeps, and unlocks wake nobody else
- *	bits 3-9   GEN       the fork generation that wrote SPINNING, OWED and QUEUED (0 when all are
- *	                     clear): a child process treats an ancestor's spinner and waiters as gone
+ *	bits 3-9   GEN       the fork generation that wrote PARKED, SPINNING, OWED and QUEUED (0 when
+ *	                     all are clear): a child process treats an ancestor's spinner and waiters
+ *	                     as gone
  *	bits 10-21 OWED      how many parked waiters are owed a handoff (their handoff deadline passed,
  *	                     or they are condvar waiters requeued onto the mutex), saturating at 4095;
  *	                     while it is not 0 every unlock hands the lock to the first owed waiter
@@ -44,7 +45,7 @@
  *
  * Fork: a child may unlock a mutex its forking thread held (lock in a pthread_atfork prepare
  * handler, unlock in the parent and child handlers, as with glibc); another thread of the parent
- * spinning on it or waiting past handoff_ns at the fork does not hold up the child (GEN above). A
+ * spinning on it or waiting for it at the fork does not hold up the child (GEN above). A
  * mutex held at the fork by another thread of the parent stays held forever in the child (POSIX).
  *
  * Misuse: unlocking an unlocked mutex returns EPERM; destroying a mutex that is held or waited on

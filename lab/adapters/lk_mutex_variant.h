@@ -34,6 +34,7 @@
 #define lk_mutex_lock_unparked	LKMV(lock_unparked)
 #define lkm_requeued		LKMV(requeued)
 #define lkm_requeued_timed_out	LKMV(requeued_timed_out)
+#define lkm_mark_parked_if_locked	LKMV(mark_parked_if_locked)
 
 #include "../../src/mutex.c"
 

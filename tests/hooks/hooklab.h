@@ -17,7 +17,7 @@
 #include "lktest.h"
 
 static const char *const hk_points[] = {
-	"spin_ticket.trylock", "mutex.spin", "mutex.unlock_slow", "mutex.handoff", "mutex.owed",
+	"spin_ticket.trylock", "mutex.spin", "mutex.park", "mutex.unlock_slow", "mutex.handoff", "mutex.owed",
 	"park.queued", "park.timeout", "park.grow", "qspin.queued", "qspin.fallback",
 };
 #define HK_NPOINTS (sizeof(hk_points) / sizeof(hk_points[0]))

@@ -79,6 +79,7 @@ int main(void)
 		lk_mutex_unlock(&m);
 		pthread_join(th[0], NULL);
 	}
+	CHECK(hk_count("mutex.park") >= 1);
 	CHECK(hk_count("mutex.unlock_slow") >= 1);
 	CHECK(hk_count("mutex.handoff") >= 1);
 	CHECK(hk_count("mutex.owed") >= 1);	/* handoff_ns 0: owed at its first park */
