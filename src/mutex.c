@@ -472,25 +472,41 @@ struct waiter {
 	clockid_t clock;		/* of abs */
 	const struct timespec *abs;	/* the caller's deadline, or NULL */
 	struct timespec handoff_at;	/* CLOCK_MONOTONIC: first park + (1 + Q then) * handoff_ns */
+	struct timespec abs_mono;	/* park_deadline(): a CLOCK_REALTIME abs, as CLOCK_MONOTONIC */
 	bool parked;			/* parked before in this call (handoff_at is set) */
 	bool owed;			/* counted in H, park token PARK_OWED */
 	bool took;			/* lock_expired() found the lock free and took it */
 };
 
-/* The deadline to sleep with: the caller's, or the handoff deadline if that comes first. */
-static const struct timespec *park_deadline(const struct waiter *w, clockid_t *clock)
+/*
+ * The deadline to sleep with: the caller's, or the handoff deadline if that comes first. A caller's
+ * CLOCK_REALTIME deadline that comes first is slept on converted to CLOCK_MONOTONIC (abs_mono): slept
+ * on as it is, a backward step of the realtime clock would stretch the sleep past handoff_at, and the
+ * starvation bound with it. lock_expired() judges the caller's deadline on its own clock at wake-up
+ * and sleeps on if it has not passed; a forward step is noticed at the latest at handoff_at (the
+ * timeout is that late, never later). Once owed (H) the handoff bound is the unlocker's to keep and
+ * the caller's deadline is slept on as it is.
+ */
+static const struct timespec *park_deadline(struct waiter *w, clockid_t *clock)
 {
 	if (!w->owed && (!w->abs || w->abs->tv_sec > FAR_SEC)) {
 		*clock = CLOCK_MONOTONIC;
 		return &w->handoff_at;
 	}
-	if (w->owed || ts_ns(w->abs) - (int64_t)now_ns(w->clock) <=
-			       ts_ns(&w->handoff_at) - (int64_t)now_ns(CLOCK_MONOTONIC)) {
+	if (w->owed) {
 		*clock = w->clock;
 		return w->abs;
 	}
+	int64_t left = ts_ns(w->abs) - (int64_t)now_ns(w->clock);
+	int64_t mono = (int64_t)now_ns(CLOCK_MONOTONIC);
+
 	*clock = CLOCK_MONOTONIC;
-	return &w->handoff_at;
+	if (left > ts_ns(&w->handoff_at) - mono)
+		return &w->handoff_at;
+	if (w->clock == CLOCK_MONOTONIC)
+		return w->abs;
+	w->abs_mono = ns_ts(mono + left > 0 ? mono + left : 0);	/* passed: expires at once */
+	return &w->abs_mono;
 }
 
 enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
