@@ -147,7 +147,12 @@ static int do_wait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct ti
 		return EINVAL;		/* w.bad: another mutex; m still held */
 	if (r < 0)
 		return -r;		/* the parking lot refused (cannot happen for valid arguments) */
-	if (!w.unlocked)		/* deadline already past: never slept, never released m */
+	/*
+	 * Cannot happen today: once validate() succeeds the parking lot calls before_sleep (which
+	 * releases m) even when the deadline has already passed. Kept so that a change there can never
+	 * make us re-lock a mutex we still hold.
+	 */
+	if (!w.unlocked)
 		return r == LK_PARK_TIMEDOUT ? ETIMEDOUT : 0;
 	if (r == LK_PARK_UNPARKED) {
 		/* woken from the condvar (token normal), or from the mutex queue after a requeue, where

@@ -136,7 +136,9 @@ int lk_mutex_init(lk_mutex_t *m);
 
 /*
  * Returns 0 (the mutex may then be freed or re-initialised), EINVAL when m is NULL, or EBUSY when
- * the mutex is held or a thread is waiting for it (the mutex is left untouched).
+ * the mutex is held or a waiter is recorded in it (spinning or parked; the mutex is left untouched).
+ * A thread that has called lk_mutex_lock() but not yet recorded itself leaves no trace in the word:
+ * destroying a mutex that other threads may still be locking is undefined, as in POSIX.
  */
 int lk_mutex_destroy(lk_mutex_t *m);
 
