@@ -218,18 +218,12 @@ static void cancelled_inside(void *arg)
 	}
 }
 
-static void *w_main(void *arg)
+/* W's mutex calls, with its cancellation pending. A function of its own: once it has returned, no
+ * frame of W holds a variable whose scope has ended (the cleanup buffer) when the cancellation
+ * unwinds the thread; ASan would have left it poisoned and then report its own thread teardown,
+ * which reuses that stack, as a stack-use-after-scope. */
+static __attribute__((noinline)) void w_calls(void)
 {
-	int old;
-
-	(void)arg;
-	atomic_store(&w_tid, (int)syscall(SYS_gettid));
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	atomic_store(&w_ready, 1);
-	while (!atomic_load(&w_go))
-		sched_yield();
-	/* the cancellation is pending now; enabling it is not a cancellation point */
-	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
 	pthread_cleanup_push(cancelled_inside, NULL);
 	atomic_store(&w_entering, 1);
 	CHECK_EQ(m_lock(&m), 0);		/* blocked: main holds it */
@@ -242,6 +236,19 @@ static void *w_main(void *arg)
 	}
 	atomic_store(&w_rounds_done, 1);
 	pthread_cleanup_pop(0);
+}
+
+static void *w_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&w_tid, (int)syscall(SYS_gettid));
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	atomic_store(&w_ready, 1);
+	while (!atomic_load(&w_go))
+		sched_yield();
+	/* the cancellation is pending now; enabling it is not a cancellation point */
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	w_calls();
 	pthread_testcancel();			/* acts here: it was pending all along */
 	atomic_store(&w_testcancel_returned, 1);
 	return NULL;
