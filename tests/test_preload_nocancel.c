@@ -5,7 +5,7 @@
  * shim lock and natively. A lock whose slow path is unwound halfway by a cancellation keeps its
  * internal state half-updated: absl::Mutex unwound in its Enqueue keeps its spin bit (kMuSpin) set
  * and its one-time TSC calibration marked running, and the next thread to unlock spins forever.
- * That was test_preload_cancel's 1-in-20 hang under absl_mutex.
+ * That was test_preload_cancel's occasional hang under absl_mutex (4 runs in 360 here).
  *
  * Two detectors, each enough to fail the test:
  *
