@@ -287,7 +287,7 @@ def _format_validator(name):
 def check_format(doc, name=None):
     """None when `doc` is a valid document of format `name` (default: the one its "schema" field
     names), else the problem in words (the most specific violation, as results.check())."""
-    from .results import describe_error
+    from .results import summarize_errors
     if not isinstance(doc, dict):
         return "top level is not a JSON object"
     name = name or doc.get("schema")
@@ -295,13 +295,7 @@ def check_format(doc, name=None):
         return f"no JSON Schema for format {json.dumps(name)[:80]} (known: {', '.join(sorted(FORMATS))})"
     if doc.get("schema") != name:
         return f"schema is {json.dumps(doc.get('schema'))[:80]}, expected \"{name}\""
-    errors = list(_format_validator(name).iter_errors(doc))
-    if not errors:
-        return None
-    best = max(errors, key=lambda e: (len(e.absolute_path), e.validator != "required"))
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" \
-        if len(errors) > 1 else ""
-    return describe_error(best) + more
+    return summarize_errors(list(_format_validator(name).iter_errors(doc)))
 
 
 def load_format(path, name=None):
