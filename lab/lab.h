@@ -61,6 +61,11 @@ struct lab_lock_ops {
 /* Implemented with pthread_mutex_*: the shim cannot put it behind its own pthread_mutex_* (it is
  * the shim's `glibc` passthrough instead). */
 #define LAB_LOCK_PTHREAD	0x10u
+/* lock, unlock or destroy may call a POSIX cancellation point (absl::Mutex sleeps with nanosleep() and
+ * reads sysfs with open()/read() in its slow paths); trylock never does. pthread_mutex_* are not
+ * cancellation points, so the shim runs those verbs with cancellation disabled: a cancellation acting
+ * inside would unwind the lock with its internal state half-updated. */
+#define LAB_LOCK_CANCEL_POINTS	0x20u
 
 struct lab_alg {
 	const char *family;	/* "mutex", "spinlock", ... */

@@ -35,12 +35,19 @@ if(_lkp_map)
     target_link_libraries(locklab-preload PRIVATE absl::synchronization)
   endif()
 
-  # Every tests/test_preload_*.c runs itself under the shim (tests/preload_test.h).
+  # Every tests/test_preload_*.c runs itself under the shim (tests/preload_test.h). In a cross build
+  # its children run under the same emulator as the test itself (LOCKLAB_TEST_EMULATOR: qemu-user
+  # cannot exec an arm64 program on its own without a binfmt_misc registration).
+  set(_lkp_test_env "LOCKLAB_PRELOAD=$<TARGET_FILE:locklab-preload>")
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " _lkp_emu)
+    list(APPEND _lkp_test_env "LOCKLAB_TEST_EMULATOR=${_lkp_emu}")
+  endif()
   foreach(src ${LOCKLAB_TESTS})
     get_filename_component(name ${src} NAME_WE)
     if(name MATCHES "^test_preload_")
       add_dependencies(${name} locklab-preload)
-      set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "LOCKLAB_PRELOAD=$<TARGET_FILE:locklab-preload>")
+      set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT ${_lkp_test_env})
     endif()
   endforeach()
 endif()

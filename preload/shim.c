@@ -92,6 +92,21 @@
  * waiter count, passes on a wakeup it may have consumed (one more futex_wake), and re-acquires the
  * mutex before the application's cleanup handlers run, as POSIX requires.
  *
+ * Nowhere else. pthread_mutex_* are not cancellation points, and a lock's slow path unwound halfway
+ * keeps its internal state half-updated: absl::Mutex cancelled in the nanosleep() of its Enqueue
+ * (the one-time TSC calibration, reached with its spin bit kMuSpin held) leaves kMuSpin set, and every
+ * later Unlock spins forever. So a registry lock flagged LAB_LOCK_CANCEL_POINTS (its lock, unlock or
+ * destroy may call a cancellation point: absl_mutex) runs those verbs with cancellation disabled,
+ * restoring the caller's state after (cancel_off/cancel_restore); its lock tries trylock first, which
+ * never reaches one, so an uncontended lock pays nothing. A cancellation that arrives meanwhile stays
+ * pending for the program's next cancellation point; inside pthread_cond_wait that is the wait itself
+ * or, once the wait is over, whatever the program calls next. The other locks reach no cancellation
+ * point from their verbs (lk_mutex, futex3, the Rust peers: futex through syscall(); spin_*,
+ * qspinlock, tbb_spin_mutex: sched_yield(); ck: nothing; docs/shim.md has the audit), and
+ * tests/test_preload_nocancel.c checks all of that at run time: it probes the cancellation points
+ * lock code could reach (nanosleep, poll, read, open, ...), and none may be reached inside a mutex
+ * call with cancellation enabled.
+ *
  * A glibc condvar (process-shared) waited on with one of our mutexes: glibc's wait could not release
  * our mutex, so the shim waits on the condvar with a glibc "shadow" mutex G (hashed by condvar
  * address) and holds G from before it releases our mutex until glibc's wait releases G; signal and
@@ -280,6 +295,7 @@ static int mode;
 static const char *lock_name = "lk_mutex";
 static const struct lab_lock_ops *ops;	/* MODE_OPS */
 static bool ops_inline;			/* MODE_OPS: state in __lock */
+static bool ops_cancel;			/* MODE_OPS: LAB_LOCK_CANCEL_POINTS (see CANCELLATION) */
 SHIM_HIDDEN bool shim_stat_on;
 
 enum { INIT_NONE = 0, INIT_RUNNING, INIT_DONE };
@@ -471,6 +487,7 @@ static int choose_lock(void)
 		shim_absl_release_mode();	/* see preload/absl_mode.cc */
 #endif
 	ops_inline = state_fits_inline(ops);
+	ops_cancel = (ops->flags & LAB_LOCK_CANCEL_POINTS) != 0;
 	ool_slab.size = state_bytes() + LAB_CACHELINE;
 	return 0;
 }
@@ -574,6 +591,39 @@ static inline int kind_of(pthread_mutex_t *m)
 {
 	/* relaxed: written by init/destroy only, which the program must order before any use */
 	return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
+}
+
+/* ---- no cancellation inside a lock (CANCELLATION in the header comment) ---------------------------- */
+
+/* Disables cancellation; returns the caller's state for cancel_restore(). Not a cancellation point. */
+static inline int cancel_off(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+/* Back to the caller's state. Re-enabling is not a cancellation point either (deferred type; a
+ * program that locks with the asynchronous type breaks POSIX: mutexes are not async-cancel-safe). */
+static inline void cancel_restore(int old)
+{
+	if (old == PTHREAD_CANCEL_ENABLE)
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+}
+
+/* ops->destroy, for a LAB_LOCK_CANCEL_POINTS lock with cancellation disabled. */
+static void ops_destroy(void *st)
+{
+	if (!ops->destroy)
+		return;
+	if (!ops_cancel) {
+		ops->destroy(st);
+		return;
+	}
+	int old = cancel_off();
+	ops->destroy(st);
+	cancel_restore(old);
 }
 
 /* ---- out-of-line blocks (lock state that does not fit, old-ABI condvars) --------------------------- */
@@ -680,8 +730,7 @@ static __attribute__((noinline)) void *ool_attach(pthread_mutex_t *m, void *seen
 		if (__atomic_compare_exchange_n(ool_slot(m), &seen, b, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			return b;
-		if (ops->destroy)
-			ops->destroy(b);
+		ops_destroy(b);
 		slab_free(&ool_slab, b);
 		if (seen && ool_tail(seen)->owner == m)
 			return seen;
@@ -705,8 +754,7 @@ static void ool_detach(pthread_mutex_t *m)
 
 	if (!b || ool_tail(b)->owner != m)
 		return;
-	if (ops->destroy)
-		ops->destroy(b);
+	ops_destroy(b);
 	__atomic_store_n(ool_slot(m), NULL, __ATOMIC_RELAXED);
 	slab_free(&ool_slab, b);
 }
@@ -740,10 +788,23 @@ static inline int prim_trylock(pthread_mutex_t *m)
 	return ops->trylock(ops_state(m)) ? EBUSY : 0;
 }
 
+/* A LAB_LOCK_CANCEL_POINTS lock's lock: trylock first (never a cancellation point), then the lock with
+ * cancellation disabled. */
+static __attribute__((noinline)) void ops_lock_nocancel(void *st)
+{
+	if (ops->trylock(st) == 0)
+		return;
+	int old = cancel_off();
+	ops->lock(st);
+	cancel_restore(old);
+}
+
 static inline void prim_lock(pthread_mutex_t *m)
 {
 	if (mode == MODE_LK)
 		lk_mutex_lock(lkm(m));
+	else if (unlikely(ops_cancel))
+		ops_lock_nocancel(ops_state(m));
 	else
 		ops->lock(ops_state(m));
 }
@@ -805,6 +866,12 @@ static inline int prim_unlock(pthread_mutex_t *m)
 {
 	if (mode == MODE_LK)
 		return lk_mutex_unlock(lkm(m));
+	if (unlikely(ops_cancel)) {
+		int old = cancel_off();
+		ops->unlock(ops_state(m));
+		cancel_restore(old);
+		return 0;
+	}
 	ops->unlock(ops_state(m));
 	return 0;
 }
@@ -1219,8 +1286,8 @@ static int shim_mutex_destroy(pthread_mutex_t *m)
 	} else {
 		if (mode == MODE_OPS && !ops_inline)
 			ool_detach(m);
-		else if (mode == MODE_OPS && ops->destroy)
-			ops->destroy(ops_state(m));
+		else if (mode == MODE_OPS)
+			ops_destroy(ops_state(m));
 		/* relaxed: as glibc; using a destroyed mutex is undefined, but it gets EINVAL */
 		__atomic_store_n(&m->__data.__kind, KIND_DESTROYED, __ATOMIC_RELAXED);
 		r = 0;

@@ -22,6 +22,15 @@
  *
  * LKP_LOCKS=a,b restricts the locks (debugging). Children get LKP_SPINS=1 when their lock spins
  * instead of sleeping: tests scale thread counts down for those on this 2-CPU machine.
+ *
+ * Under an emulator. A cross build's tests run under qemu-user (ctest prefixes them with
+ * CMAKE_CROSSCOMPILING_EMULATOR), and qemu-user cannot exec a foreign binary by itself (only a
+ * binfmt_misc registration, which CI machines may not have, would let the kernel run an arm64 ELF).
+ * So LOCKLAB_TEST_EMULATOR, when set (preload/preload.cmake sets it to the cross build's emulator
+ * command, e.g. "qemu-aarch64-static -cpu max -L /usr/aarch64-linux-gnu"), prefixes every child
+ * this harness starts, and the child's LD_PRELOAD goes to the guest through qemu's -E: in the
+ * emulator's own environment the host's loader would try to preload the arm64 shim into qemu itself
+ * (when qemu is dynamically linked). Every other variable reaches the guest unchanged.
  */
 #ifndef LOCKLAB_PRELOAD_TEST_H
 #define LOCKLAB_PRELOAD_TEST_H
@@ -111,10 +120,48 @@ static inline const char *lkp_preload_value(void)
 	return v;
 }
 
+#define LKP_EMU_MAX 32	/* words of LOCKLAB_TEST_EMULATOR, plus the -E options */
+
+/*
+ * The emulator prefix for a child (see "Under an emulator"): LOCKLAB_TEST_EMULATOR split at spaces
+ * into argv, then "-E LD_PRELOAD=..." for each such entry of env (which are removed from env).
+ * Returns the number of words (0: no emulator), or -1 when it does not fit.
+ */
+static inline int lkp_emulator(char **argv, char *buf, size_t buflen, char **env)
+{
+	const char *e = getenv("LOCKLAB_TEST_EMULATOR");
+	int n = 0;
+
+	if (!e || !*e)
+		return 0;
+	if (strlen(e) >= buflen)
+		return -1;
+	strcpy(buf, e);
+	for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (n >= LKP_EMU_MAX - 4)
+			return -1;
+		argv[n++] = w;
+	}
+	size_t k = 0;
+	for (size_t i = 0; env[i]; i++) {
+		if (!strncmp(env[i], "LD_PRELOAD=", 11)) {
+			if (n >= LKP_EMU_MAX - 2)
+				return -1;
+			argv[n++] = "-E";
+			argv[n++] = env[i];
+		} else {
+			env[k++] = env[i];
+		}
+	}
+	env[k] = NULL;
+	return n;
+}
+
 /*
  * Runs argv with the environment minus the shim's and this harness's variables, plus `extra`
- * ("NAME=value" strings, NULL-terminated; may be NULL). out/err: capture stdout/stderr (NUL-terminated,
- * truncated to len) or NULL to share ours. Returns the wait status, or -1 when it could not start.
+ * ("NAME=value" strings, NULL-terminated; may be NULL), under LOCKLAB_TEST_EMULATOR when that is set.
+ * out/err: capture stdout/stderr (NUL-terminated, truncated to len) or NULL to share ours. Returns the
+ * wait status, or -1 when it could not start.
  */
 static inline int lkp_spawn(char *const argv[], const char *const extra[], char *out, size_t outlen, char *err,
 			    size_t errlen)
@@ -139,6 +186,29 @@ static inline int lkp_spawn(char *const argv[], const char *const extra[], char 
 	}
 	for (size_t i = 0; i < ne; i++)
 		env[k++] = (char *)extra[i];
+	env[k] = NULL;
+	/* under an emulator: its words, -E LD_PRELOAD=..., then argv */
+	char emu_buf[1024], **run_argv = (char **)argv;
+	char *emu_argv[LKP_EMU_MAX + 64];
+	int ne_emu = lkp_emulator(emu_argv, emu_buf, sizeof(emu_buf), env);
+	if (ne_emu < 0) {
+		fprintf(stderr, "LOCKLAB_TEST_EMULATOR: too long or too many words\n");
+		free(env);
+		return -1;
+	}
+	if (ne_emu > 0) {
+		int a = ne_emu;
+		for (int i = 0; argv[i]; i++) {
+			if (a >= LKP_EMU_MAX + 63) {
+				fprintf(stderr, "LOCKLAB_TEST_EMULATOR: too many arguments for the child\n");
+				free(env);
+				return -1;
+			}
+			emu_argv[a++] = argv[i];
+		}
+		emu_argv[a] = NULL;
+		run_argv = emu_argv;
+	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	if (out && pipe(po) == 0) {
@@ -151,7 +221,8 @@ static inline int lkp_spawn(char *const argv[], const char *const extra[], char 
 	}
 	fflush(stdout);
 	fflush(stderr);
-	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
+	int rc = ne_emu > 0 ? posix_spawnp(&pid, run_argv[0], &fa, NULL, run_argv, env)
+			    : posix_spawn(&pid, run_argv[0], &fa, NULL, run_argv, env);
 	posix_spawn_file_actions_destroy(&fa);
 	free(env);
 	if (po[1] >= 0)

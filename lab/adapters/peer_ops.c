@@ -53,8 +53,9 @@ PEER_OPS(lab_tbb_queuing_ops, lab_tbb_queuing, lab_tbb_queuing_init,
 #endif
 
 #if LAB_HAVE_ABSL
-/* Spins briefly, then blocks: a sleeping mutex. */
-PEER_OPS(lab_absl_mutex_ops, lab_absl, lab_absl_init, 0);
+/* Spins briefly, then blocks: a sleeping mutex. Its slow paths sleep in nanosleep() (MutexDelay, the
+ * one-time TSC calibration in Enqueue) and read sysfs (open/read/close): cancellation points. */
+PEER_OPS(lab_absl_mutex_ops, lab_absl, lab_absl_init, LAB_LOCK_CANCEL_POINTS);
 #endif
 
 #if LAB_HAVE_RUST

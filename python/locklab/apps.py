@@ -430,6 +430,9 @@ def run_apps(ns, argv, console=None):
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    problem = shim.check_format(doc, SCHEMA)   # after writing: the runs are kept either way
+    if problem:
+        failures.append(f"{out_path} breaks its schema ({SCHEMA}): {problem}")
     for res in results:
         con.print(app_table(res))
         for line in verdict_lines(res):

@@ -118,7 +118,11 @@ def check(doc, definition=None):
     """None when `doc` satisfies the schema (or one of its $defs), else the problem in words: the
     most specific violation (the deepest field; a wrong value before a missing one), with how many
     there are in all."""
-    errors = list(_validator(definition).iter_errors(doc))
+    return summarize_errors(list(_validator(definition).iter_errors(doc)))
+
+
+def summarize_errors(errors):
+    """None for no schema violation, else the most specific one in words (see check())."""
     if not errors:
         return None
     best = max(errors, key=lambda e: (len(e.absolute_path), e.validator != "required"))

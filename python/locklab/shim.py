@@ -10,6 +10,8 @@ environment that runs a program on a lock, and the lock profile (LOCKLAB_STAT) i
     load_profiles(dir)      every process's profile that a run left in a directory
     top_locks(profiles, n)  the most contended mutexes, ranked by total wait
     profile_table(...)      those as a rich table
+    check_format(doc)       a shim/apps/conformance document against its JSON Schema (schema/)
+    load_format(path)       read one such file and validate it, FileError in words
 
 `locklab run` (cmd_run) is built from these, and `locklab apps` / `locklab advise` reuse them.
 The profile's JSON schema (locklab-lockstat/1) is documented in docs/shim.md.
@@ -27,12 +29,27 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import LocklabError, UsageError
+from functools import lru_cache
+
+from .errors import FileError, LocklabError, UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_LOCKS = "locklab-shim-locks/1"
 SCHEMA_STAT = "locklab-lockstat/1"
 SCHEMA_RUN = "locklab-lockstat-run/1"
+
+# Every JSON format the shim and its tools write, and its JSON Schema (Draft 2020-12) in schema/
+# next to this module, like results.schema.json: the shim's lock list and profile, `locklab run
+# --stat`, `locklab apps` (and the identity file kept from one), tests/glibc/conformance.py --json.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+FORMATS = {
+    SCHEMA_LOCKS: "shim-locks.schema.json",
+    SCHEMA_STAT: "lockstat.schema.json",
+    SCHEMA_RUN: "lockstat-run.schema.json",
+    "locklab-apps/1": "apps.schema.json",
+    "locklab-apps-identity/1": "apps-identity.schema.json",
+    "locklab-conformance/1": "conformance.schema.json",
+}
 
 
 class CommandNotFound(LocklabError):
@@ -110,9 +127,12 @@ def shim_locks(preload=None):
     except ValueError:
         raise LocklabError(f"{preload}: LOCKLAB_SHIM_LIST=1 did not print the lock list "
                            f"(exit {res.returncode}: {res.stderr.strip()[:300]})")
-    if doc.get("schema") != SCHEMA_LOCKS:
-        raise LocklabError(f"{preload}: lock list has schema {doc.get('schema')!r}, "
-                           f"expected {SCHEMA_LOCKS}")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_LOCKS:
+        raise LocklabError(f"{preload}: lock list has schema "
+                           f"{doc.get('schema') if isinstance(doc, dict) else None!r}, expected {SCHEMA_LOCKS}")
+    problem = check_format(doc, SCHEMA_LOCKS)
+    if problem:
+        raise LocklabError(f"{preload}: malformed lock list ({SCHEMA_LOCKS}): {problem}")
     _LOCKS_CACHE[preload] = doc
     return doc
 
@@ -256,8 +276,49 @@ def shim_env(lock, preload=None, stat_file=None, base=None):
 # ------------------------------------------------------------------------------------------------
 # profiles
 
+@lru_cache(maxsize=None)
+def _format_validator(name):
+    """The Draft 2020-12 validator of format `name`; the schemas may refer to each other by $id."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    docs = {n: json.loads((SCHEMA_DIR / f).read_text(encoding="utf-8")) for n, f in FORMATS.items()}
+    reg = Registry().with_resources((d["$id"], Resource.from_contents(d)) for d in docs.values())
+    return jsonschema.Draft202012Validator(docs[name], registry=reg)
+
+
+def check_format(doc, name=None):
+    """None when `doc` is a valid document of format `name` (default: the one its "schema" field
+    names), else the problem in words (the most specific violation, as results.check())."""
+    from .results import summarize_errors
+    if not isinstance(doc, dict):
+        return "top level is not a JSON object"
+    name = name or doc.get("schema")
+    if name not in FORMATS:
+        return f"no JSON Schema for format {json.dumps(name)[:80]} (known: {', '.join(sorted(FORMATS))})"
+    if doc.get("schema") != name:
+        return f"schema is {json.dumps(doc.get('schema'))[:80]}, expected \"{name}\""
+    return summarize_errors(list(_format_validator(name).iter_errors(doc)))
+
+
+def load_format(path, name=None):
+    """Parse one file of format `name` (default: the one it names) and validate it; FileError
+    "PATH: problem" on anything wrong."""
+    from .results import parse
+    doc = parse(path, what="a locklab JSON document")
+    problem = check_format(doc, name)
+    if problem:
+        want = name or doc.get("schema") if isinstance(doc, dict) else None
+        if want in FORMATS and doc.get("schema") == want:
+            problem = f"malformed {want} document: {problem}"
+        raise FileError(path, problem)
+    return doc
+
+
 def load_profiles(directory):
-    """Every locklab-lockstat/1 document in directory: the root process first, then by pid."""
+    """Every locklab-lockstat/1 document in directory, validated: the root process first, then by
+    pid. A file that is not JSON is not a profile (skipped); a profile that breaks the schema is the
+    shim's bug and a FileError."""
     out = []
     for p in sorted(Path(directory).iterdir()):
         if ".tmp" in p.name or not p.is_file():
@@ -267,6 +328,9 @@ def load_profiles(directory):
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA_STAT:
+            problem = check_format(doc, SCHEMA_STAT)
+            if problem:
+                raise FileError(p, f"malformed {SCHEMA_STAT} profile: {problem}")
             out.append(doc)
     out.sort(key=lambda d: (not d.get("root"), d.get("pid", 0)))
     return out
@@ -438,6 +502,9 @@ def report_profiles(directory, argv, lock, status, out, top, console=None):
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    problem = check_format(doc, SCHEMA_RUN)  # after writing: the profiles are kept either way
+    if problem:
+        raise LocklabError(f"run --stat: {out} breaks its schema ({SCHEMA_RUN}): {problem}")
     if not profiles:
         con.print(f"locklab: no lock profile was written (the program used no pthread mutex or "
                   f"condvar, or exited without running its exit handlers); wrote {out}")

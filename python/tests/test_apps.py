@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from locklab import trials
+from locklab import shim, trials
 
 REPO = Path(__file__).resolve().parents[2]
 needs_build = pytest.mark.skipif(not (REPO / "build" / "liblocklab-preload.so").exists()
@@ -30,6 +30,10 @@ def test_apps_quick_end_to_end(run_cli, tmp_path):
     assert rc == 0, err
     doc = json.loads(out.read_text())
     assert doc["schema"] == "locklab-apps/1" and doc["quick"] and doc["baseline"] == "glibc"
+    assert shim.check_format(doc) is None       # schema/apps.schema.json
+    bad = json.loads(out.read_text())
+    del bad["apps"][0]["runs"][1]["repeat"]
+    assert shim.check_format(bad) == '"apps[0].runs[1].repeat" is missing'
     assert doc["locks"] == ["glibc", "lk_mutex"] and doc["repeat"] == 3
     assert doc["machine"].get("online_cpus", 0) >= 1
     assert [a["app"] for a in doc["apps"]] == ["python-threads", "cxx-queue"]

@@ -191,6 +191,7 @@ def test_run_stat_profile(tmp_path, lock):
     assert set(sites) == set("ABENDRC")
     doc = json.loads(out.read_text())
     assert doc["schema"] == "locklab-lockstat-run/1" and doc["exit_status"] == 0 and doc["lock"] == lock
+    assert shim.load_format(out) == doc         # schema/lockstat-run.schema.json, lockstat.schema.json
     assert len(doc["processes"]) == 1
     p = doc["processes"][0]
     assert p["schema"] == "locklab-lockstat/1" and p["root"] and p["lock"] == lock
@@ -259,3 +260,68 @@ def test_elf_interp_of_this_python():
     is_elf, interp = shim.elf_interp(os.path.realpath(sys.executable))
     assert is_elf and interp and "ld-linux" in interp
     assert shim.elf_interp(__file__) == (False, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# the shim's output formats and their JSON Schemas (python/locklab/schema/)
+
+@needs_shim
+def test_shim_lock_list_validates():
+    """The shim's own LOCKLAB_SHIM_LIST document satisfies schema/shim-locks.schema.json (shim_locks()
+    checks it on every read), and a lock without `why` or `state` is caught."""
+    doc = shim.shim_locks(str(PRELOAD))
+    assert shim.check_format(doc) is None
+    bad = json.loads(json.dumps(doc))
+    bad["locks"][0].pop("state")
+    assert shim.check_format(bad) == '"locks[0].state" is missing'
+
+
+def test_every_format_has_a_schema_that_is_itself_valid():
+    import jsonschema
+    for name, f in shim.FORMATS.items():
+        s = json.loads((shim.SCHEMA_DIR / f).read_text())
+        jsonschema.Draft202012Validator.check_schema(s)
+        assert s["properties"]["schema"] == {"const": name}, f
+
+
+def _profile(tmp_path):
+    """A real profile of a small threaded program (two mutexes, a condvar)."""
+    path = tmp_path / "p.json"
+    env = shim.shim_env("lk_mutex", str(PRELOAD), stat_file=str(path))
+    subprocess.run([str(STAT_PROG), "work"], env=env, check=True, capture_output=True)
+    return path
+
+
+@needs_shim
+def test_profiles_are_validated_on_read(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    good = json.loads(_profile(tmp_path).read_text())
+    (d / "1.json").write_text(json.dumps(good))
+    (d / "junk.txt").write_text("not json")             # not a profile: skipped
+    assert shim.load_profiles(d) == [good]
+    bad = json.loads(json.dumps(good))
+    bad["mutexes"][0]["hold_hist"] = [[16, 20]]
+    (d / "2.json").write_text(json.dumps(bad))
+    with pytest.raises(shim.FileError) as e:
+        shim.load_profiles(d)
+    assert str(e.value) == (f"{d / '2.json'}: malformed locklab-lockstat/1 profile: "
+                            "at mutexes[0].hold_hist[0]: expected at least 3 items, got 2")
+
+
+@pytest.mark.parametrize("doc,problem", [
+    ({"schema": "locklab-nosuch/1"}, "no JSON Schema for format \"locklab-nosuch/1\""),
+    ([1, 2], "top level is not a JSON object"),
+    ({"schema": "locklab-lockstat-run/1", "command": ["x"], "lock": "lk_mutex", "exit_status": 300,
+      "created": "now", "processes": []},
+     "malformed locklab-lockstat-run/1 document: at exit_status: expected a number <= 255, got 300"),
+    ({"schema": "locklab-conformance/1", "glibc": "2.36", "modes": ["lk_mutex"], "machine": {},
+      "counts": {}, "regressions": [], "tests": []},
+     "malformed locklab-conformance/1 document: at modes[0]: expected \"native\", got \"lk_mutex\""),
+])
+def test_load_format_bad_documents(tmp_path, doc, problem):
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(shim.FileError) as e:
+        shim.load_format(f)
+    assert str(e.value).startswith(f"{f}: {problem}"), str(e.value)
