@@ -455,7 +455,7 @@ def verdict_lines(res):
         ov = "ranges overlap" if c["overlap"] else "ranges do not overlap"
         p = "-" if c["mannwhitney_p"] is None else f"{c['mannwhitney_p']:.3g}"
         out.append(f"{c['variant']}: median {_fmt(s['median'], unit)} vs glibc {_fmt(b['median'], unit)}, "
-                   f"ratio {c['ratio']:.3f}{ci}, p={p}, {ov}: {c['verdict']}")
+                   f"ratio {'n/a' if c['ratio'] is None else format(c['ratio'], '.3f')}{ci}, p={p}, {ov}: {c['verdict']}")
     retried = {v: s.get("retried") for v, s in res["stats"].items() if s.get("retried")}
     if retried:
         out.append("runs repeated after the program's own set-up failure (exit status "

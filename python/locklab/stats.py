@@ -176,6 +176,16 @@ def compare_samples(cand, base, higher_is_better=True):
     }
 
 
+def fmt_ratio(c, spec=".2f"):
+    """A compare_samples() result as "1.23x [1.10, 1.35]": "n/a" for a ratio or a CI bound that could
+    not be computed (a zero median or a run with zero operations in the baseline)."""
+    def num(x):
+        return "n/a" if x is None else format(x, spec)
+    ci = c.get("ratio_ci95") or [None, None]
+    r = "n/a" if c.get("ratio") is None else f"{format(c['ratio'], spec)}x"
+    return f"{r} [{num(ci[0])}, {num(ci[1])}]"
+
+
 def winner(stats, higher_is_better=True):
     """(name, [names tied with it]) over {name: summary}: best median, ties by compare_samples."""
     if not stats:

@@ -49,6 +49,12 @@ from . import stats as st
 from .tables import fmt_num
 from .errors import UsageError
 
+
+def _p(p):
+    """A Mann-Whitney p for a table: "-" when it could not be computed."""
+    return "-" if p is None else f"{p:.3g}"
+
+
 OVERHEAD_S = 0.15  # per driver process, as in demo.py (an estimate for the progress line only)
 
 
@@ -230,7 +236,7 @@ def targets_md(doc):
         if other not in stt or "lk_mutex" not in stt:
             return "-"
         c = st.compare_samples(stt["lk_mutex"]["values"], stt[other]["values"], True)
-        return (f"{other}: {c['ratio']:.2f}x [{c['ratio_ci95'][0]:.2f}, {c['ratio_ci95'][1]:.2f}] "
+        return (f"{other}: {st.fmt_ratio(c)} "
                 f"**{c['verdict']}**")
 
     pair = {}
@@ -521,8 +527,8 @@ def summary_md(docs, notes):
             med = cell["stats"].get(win, {}).get("median") if win else None
             comp = next((c for c in cell.get("comparisons", []) if c["lock"] == win), None)
             vs = "baseline" if win == doc.get("baseline") else (
-                f"{comp['ratio']:.3g}x [{comp['ratio_ci95'][0]:.3g}, {comp['ratio_ci95'][1]:.3g}] "
-                f"p={comp['mannwhitney_p']:.3g} {comp['verdict']}" if comp else "-")
+                f"{st.fmt_ratio(comp, '.3g')} "
+                f"p={_p(comp['mannwhitney_p'])} {comp['verdict']}" if comp else "-")
             lines.append(f"| {cp} | {win}{' (' + ', '.join(tied) + ')' if tied else ''} | "
                          f"{fmt_num(med)} | {vs} |" if med is not None else f"| {cp} | {win} | - | - |")
         lines.append("")

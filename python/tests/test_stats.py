@@ -158,3 +158,13 @@ def test_metric_values_follow_secondary_paths():
     assert st.metric_values(res, "p999_ns") == [900.0, 700.0]
     assert st.metric_values(res, "finish_s") == [1.5, 2.5]
     assert st.metric_values(res, "nothing_here") == []
+
+
+def test_fmt_ratio_without_a_ci():
+    # a baseline with a zero-throughput run: the bootstrap CI cannot be computed ([None, None]);
+    # the tables must say so instead of raising TypeError (seen in suite.targets_md)
+    c = st.compare_samples([10.0, 11.0], [0.0, 9.0], True)
+    assert c["ratio_ci95"] == [None, None]
+    assert st.fmt_ratio(c) == f"{c['ratio']:.2f}x [n/a, n/a]"
+    assert st.fmt_ratio({"ratio": None, "ratio_ci95": None}) == "n/a [n/a, n/a]"
+    assert st.fmt_ratio({"ratio": 1.234, "ratio_ci95": [1.1, 1.3]}, ".3g") == "1.23x [1.1, 1.3]"
