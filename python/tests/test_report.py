@@ -487,8 +487,9 @@ def test_summary_md_is_included(tmp_path, strict, run_cli):
 def test_committed_results_validate():
     """Every JSON file in docs/results names its format and satisfies that format's published JSON
     Schema: results files (the suite record) schema/results.schema.json, the shim's, apps' and
-    conformance files theirs (locklab.shim.FORMATS). A format without a schema fails."""
-    from locklab import results, shim
+    conformance files theirs (locklab.shim.FORMATS), advise files schema/advise.schema.json. A format
+    without a schema fails."""
+    from locklab import advise, results, shim
     root = PYDIR.parent / "docs" / "results"
     files = sorted(root.rglob("*.json"))
     assert files
@@ -496,9 +497,12 @@ def test_committed_results_validate():
     for f in files:
         schema = json.loads(f.read_text()).get("schema")
         assert isinstance(schema, str) and schema.startswith("locklab-"), f"{f}: no schema name"
-        assert schema == results.SCHEMA or schema in shim.FORMATS, f"{f}: no JSON Schema for {schema}"
+        assert schema in (results.SCHEMA, advise.SCHEMA) or schema in shim.FORMATS, \
+            f"{f}: no JSON Schema for {schema}"
         if schema == results.SCHEMA:
             results.load(f)
+        elif schema == advise.SCHEMA:
+            advise.load(f)
         else:
             shim.load_format(f)
         seen.add(schema)
