@@ -739,20 +739,15 @@ def _print_profile(con, prof, title):
 
 
 def _dump(doc, path):
-    """Write JSON atomically (a crash never leaves half a file where a whole one was). Not
-    results.dump: that is the results files' writer, and the tests check everything it writes
-    against the results schema (python/tests/conftest.py); test_advise.py checks what this writes
-    against advise's."""
+    """Write JSON atomically with results' writer. Not results.dump: the tests check everything
+    that writes against the results schema (python/tests/conftest.py); test_advise.py checks what
+    this writes against advise's."""
     d = os.path.dirname(path) or "."
-    os.makedirs(d, exist_ok=True)
-    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
+        os.makedirs(d, exist_ok=True)
     except OSError as e:
         raise FileError(path, f"cannot write: {e.strerror or e}") from None
+    results_mod.write_json_atomic(doc, path)
 
 
 def write_doc(cfg, doc):

@@ -197,8 +197,13 @@ def load(path):
 
 
 def dump(doc, path):
-    """Write a results document atomically: a crash or a full disk never leaves half a file where
-    a whole one was (indent 1 keeps big files readable and small)."""
+    """Write a results document atomically (write_json_atomic)."""
+    write_json_atomic(doc, path)
+
+
+def write_json_atomic(doc, path):
+    """Write any JSON document atomically: a crash or a full disk never leaves half a file where a
+    whole one was (indent 1 keeps big files readable and small). FileError when it cannot."""
     path = str(path)
     tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.tmp")
     try:
