@@ -111,4 +111,23 @@ static inline int lkt_done(const char *name)
 	return 0;
 }
 
+/*
+ * Tests that fork while other threads run define LKT_FORKS_WITH_THREADS before including this
+ * header. ThreadSanitizer refuses new threads after a multi-threaded fork unless told otherwise, and
+ * even then its thread registry still holds the parent's threads ("dup thread with used id"): under
+ * TSan such a child stays single-threaded (CHILD_THREADS 0) and still touches everything the
+ * parent's threads were using.
+ */
+#ifdef LKT_FORKS_WITH_THREADS
+#if defined(LOCKLAB_SANITIZE_thread)
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#define CHILD_THREADS 0
+#else
+#define CHILD_THREADS 1
+#endif
+#endif
+
 #endif /* LOCKLAB_LKTEST_H */

@@ -19,6 +19,7 @@
  * multi-threaded fork, see test_park_fork.c): it checks that its first contended lock attempt (a
  * timedlock with a past deadline while it holds m) drops the inherited S from the word.
  */
+#define LKT_FORKS_WITH_THREADS	/* lktest.h: TSan options, CHILD_THREADS */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -34,15 +35,6 @@
 #include "locklab/cond.h"
 #include "locklab/mutex.h"
 
-#if defined(LOCKLAB_SANITIZE_thread)
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#define CHILD_THREADS 0
-#else
-#define CHILD_THREADS 1
-#endif
 
 #define HANDOVERS 200
 

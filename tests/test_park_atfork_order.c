@@ -20,6 +20,7 @@
  * under TSan, which cannot start threads after a multi-threaded fork). The parent unparks its
  * threads with their own token afterwards: the child's calls must not have touched them.
  */
+#define LKT_FORKS_WITH_THREADS	/* lktest.h: TSan options, CHILD_THREADS */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -32,16 +33,6 @@
 #include "lab_park.h"
 #include "lktest.h"
 
-#if defined(LOCKLAB_SANITIZE_thread)
-/* TSan refuses new threads after a multi-threaded fork unless told otherwise (see test_park_fork.c) */
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#define CHILD_THREADS 0
-#else
-#define CHILD_THREADS 1
-#endif
 
 /* every registry entry of family `layout`: the lab's three layout instances and the library's lot */
 #define NLOTS_MAX 8

@@ -7,6 +7,7 @@
  * the child. Each child must still be able to park and unpark (a producer/consumer handoff) and to
  * grow the table (many new threads parked at once, then unparked by address). Repeated a few times.
  */
+#define LKT_FORKS_WITH_THREADS	/* lktest.h: TSan options, CHILD_THREADS */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -17,19 +18,6 @@
 
 #include "lktest.h"
 
-#if defined(LOCKLAB_SANITIZE_thread)
-/* TSan refuses new threads after a multi-threaded fork unless told otherwise, and even then its
- * thread registry still holds the parent's threads ("dup thread with used id"). So under TSan the
- * child stays single-threaded: it still hits every bucket the parent's threads were using (a lock
- * left held would hang it) and grows the table through lk_park_reserve(). */
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#define CHILD_THREADS 0
-#else
-#define CHILD_THREADS 1
-#endif
 
 #define NHAMMER 2
 #define NPAIRS 2

@@ -22,6 +22,7 @@
  * after a multi-threaded fork); it still unlocks and relocks M.
  */
 #define _GNU_SOURCE
+#define LKT_FORKS_WITH_THREADS	/* lktest.h: TSan options, CHILD_THREADS */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,15 +31,6 @@
 
 #include "preload_test.h"
 
-#if defined(LOCKLAB_SANITIZE_thread)
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#define CHILD_THREADS 0
-#else
-#define CHILD_THREADS 1
-#endif
 
 #define ROUNDS 8
 
