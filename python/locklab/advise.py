@@ -742,11 +742,6 @@ def _dump(doc, path):
     """Write JSON atomically with results' writer. Not results.dump: the tests check everything
     that writes against the results schema (python/tests/conftest.py); test_advise.py checks what
     this writes against advise's."""
-    d = os.path.dirname(path) or "."
-    try:
-        os.makedirs(d, exist_ok=True)
-    except OSError as e:
-        raise FileError(path, f"cannot write: {e.strerror or e}") from None
     results_mod.write_json_atomic(doc, path)
 
 

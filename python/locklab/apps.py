@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, List
 
 from . import shim
+from . import results as results_mod
 from . import trials
 from .errors import UsageError
 from .runner import parse_positive_int, split_list
@@ -424,12 +425,7 @@ def run_apps(ns, argv, console=None):
            "order": {"repeats_outer": True, "shuffle": True, "seed": seed},
            "locks": locks, "baseline": "glibc", "apps": results,
            "skipped": [{"app": a.name, "why": why} for a, why in skipped]}
-    d = os.path.dirname(out_path)
-    if d:
-        os.makedirs(d, exist_ok=True)
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    results_mod.write_json_atomic(doc, out_path)
     problem = shim.check_format(doc, SCHEMA)   # after writing: the runs are kept either way
     if problem:
         failures.append(f"{out_path} breaks its schema ({SCHEMA}): {problem}")

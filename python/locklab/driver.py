@@ -28,23 +28,26 @@ SCHEMA_RUN = "locklab-run/1"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def find_driver():
-    """Path of the locklab-bench executable, or UsageError (exit 2) saying how to build it."""
-    env = os.environ.get("LOCKLAB_BENCH")
+def find_built(name, env_var):
+    """Path of the project's executable `name`: $env_var if set (it must be executable), else
+    build/NAME, else NAME on $PATH; UsageError (exit 2) saying how to build it."""
+    env = os.environ.get(env_var)
     if env:
-        p = Path(env)
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
-        raise UsageError(f"LOCKLAB_BENCH={env}: not an executable file (run `make build`, "
-                         "or unset LOCKLAB_BENCH)")
-    p = REPO / "build" / "locklab-bench"
+        if Path(env).is_file() and os.access(env, os.X_OK):
+            return env
+        raise UsageError(f"{env_var}={env}: not an executable file (run `make build`, or unset {env_var})")
+    p = REPO / "build" / name
     if p.is_file() and os.access(p, os.X_OK):
         return str(p)
-    w = shutil.which("locklab-bench")
+    w = shutil.which(name)
     if w:
         return w
-    raise UsageError(f"cannot find locklab-bench (looked at $LOCKLAB_BENCH, {p}, $PATH): "
-                     "run `make build` first")
+    raise UsageError(f"cannot find {name} (looked at ${env_var}, {p}, $PATH): run `make build` first")
+
+
+def find_driver():
+    """Path of the locklab-bench executable, or UsageError (exit 2) saying how to build it."""
+    return find_built("locklab-bench", "LOCKLAB_BENCH")
 
 
 class Param:

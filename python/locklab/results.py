@@ -205,8 +205,10 @@ def write_json_atomic(doc, path):
     """Write any JSON document atomically: a crash or a full disk never leaves half a file where a
     whole one was (indent 1 keeps big files readable and small). FileError when it cannot."""
     path = str(path)
-    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.tmp")
+    d = os.path.dirname(path) or "."
+    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp")
     try:
+        os.makedirs(d, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1, allow_nan=False)
             f.write("\n")

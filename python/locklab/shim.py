@@ -32,6 +32,7 @@ from pathlib import Path
 from functools import lru_cache
 
 from .errors import FileError, LocklabError, UsageError
+from . import results
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_LOCKS = "locklab-shim-locks/1"
@@ -95,19 +96,8 @@ def find_preload():
 
 def find_exec():
     """Path of locklab-exec, or UsageError."""
-    env = os.environ.get("LOCKLAB_EXEC")
-    if env:
-        if Path(env).is_file() and os.access(env, os.X_OK):
-            return env
-        raise UsageError(f"LOCKLAB_EXEC={env}: not an executable file")
-    p = REPO / "build" / "locklab-exec"
-    if p.is_file() and os.access(p, os.X_OK):
-        return str(p)
-    w = shutil.which("locklab-exec")
-    if w:
-        return w
-    raise UsageError(f"cannot find locklab-exec (looked at $LOCKLAB_EXEC, {p}, $PATH): "
-                     "run `make build` first")
+    from .driver import find_built
+    return find_built("locklab-exec", "LOCKLAB_EXEC")
 
 
 _LOCKS_CACHE = {}
@@ -496,12 +486,7 @@ def report_profiles(directory, argv, lock, status, out, top, console=None):
     doc = {"schema": SCHEMA_RUN, "command": list(argv), "lock": lock, "exit_status": status,
            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "processes": profiles}
-    d = os.path.dirname(out)
-    if d:
-        os.makedirs(d, exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    results.write_json_atomic(doc, out)
     problem = check_format(doc, SCHEMA_RUN)  # after writing: the profiles are kept either way
     if problem:
         raise LocklabError(f"run --stat: {out} breaks its schema ({SCHEMA_RUN}): {problem}")
