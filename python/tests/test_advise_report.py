@@ -224,11 +224,7 @@ def test_locklab_report_reads_advise_files(tmp_path, run_cli):
 def test_advise_report_renders_in_chromium(advise_report, browser):  # noqa: F811
     _, index, page = advise_report
     dt = browser
-    dt.call("Runtime.enable")
-    dt.call("Log.enable")
-    dt.call("Page.enable")
-    dt.call("Page.navigate", url=index.resolve().as_uri())
-    dt.wait_event("Page.loadEventFired")
+    dt.open_page(index)
     res = dt.call("Runtime.evaluate", returnByValue=True, awaitPromise=True, expression="""
         Promise.all(Array.from(document.images).map(i =>
             i.decode().then(() => [i.getAttribute('src'), i.naturalWidth],

@@ -639,6 +639,13 @@ class DevTools:
             if "method" in msg:
                 self.events.append(msg)
 
+    def open_page(self, path):
+        """Enables the runtime, log and page domains, navigates to the file and waits for its load."""
+        for domain in ("Runtime", "Log", "Page"):
+            self.call(f"{domain}.enable")
+        self.call("Page.navigate", url=path.resolve().as_uri())
+        self.wait_event("Page.loadEventFired")
+
     def wait_event(self, method):
         for ev in self.events:
             if ev["method"] == method:
@@ -731,11 +738,7 @@ def test_report_renders_in_chromium(full_report, browser):
     index, _, expected = full_report
 
     dt = browser
-    dt.call("Runtime.enable")
-    dt.call("Log.enable")
-    dt.call("Page.enable")
-    dt.call("Page.navigate", url=index.resolve().as_uri())
-    dt.wait_event("Page.loadEventFired")
+    dt.open_page(index)
     res = dt.call("Runtime.evaluate", returnByValue=True, awaitPromise=True, expression="""
         Promise.all(Array.from(document.images).map(i =>
             i.decode().then(() => [i.getAttribute('src'), i.naturalWidth, i.naturalHeight],
