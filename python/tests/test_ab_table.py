@@ -1,0 +1,76 @@
+"""scripts/ab-table: the per-cell candidate-vs-control table that decided the spin yields
+(docs/results/mutex-yield-2core). It must mark a candidate better or worse only by the lab's rule
+(ranges apart and Mann-Whitney p < 0.05), on each metric in its own direction, pool several files,
+and refuse unreadable input with exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+AB = ROOT / "scripts" / "ab-table"
+
+
+def run_rec(lock, threads, ops, cpu, p99):
+    return {"lock": lock, "params": {"threads": threads, "cs-ns": 1, "parallel-ratio": 0},
+            "result": {"ops_per_sec": ops, "cpu_ns_per_op": cpu, "latency": {"p99_ns": p99}}}
+
+
+def write(path, runs):
+    path.write_text(json.dumps({"schema": "locklab-results/1", "runs": runs}))
+    return str(path)
+
+
+def ab(*args):
+    return subprocess.run([sys.executable, str(AB), *args], capture_output=True, text=True)
+
+
+def cell_line(out, threads):
+    return next(l for l in out.splitlines() if l.startswith(f"({threads}, 1, 0)"))
+
+
+def test_marks_follow_each_metric_direction(tmp_path):
+    runs = []
+    for i in range(6):
+        # cell 2: cand twice the throughput, half the CPU, a tenth of the p99 - better on all three
+        runs.append(run_rec("ctl", 2, 100 + i, 50 + i, 1000 + i))
+        runs.append(run_rec("cand", 2, 200 + i, 25 + i, 100 + i))
+        # cell 4: cand worse on all three
+        runs.append(run_rec("ctl", 4, 100 + i, 50 + i, 1000 + i))
+        runs.append(run_rec("cand", 4, 50 + i, 100 + i, 5000 + i))
+        # cell 8: the same samples - no mark
+        runs.append(run_rec("ctl", 8, 100 + i, 50, 1000))
+        runs.append(run_rec("cand", 8, 100 + i, 50, 1000))
+    r = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "a.json", runs))
+    assert r.returncode == 0, r.stderr
+    better, worse, same = (cell_line(r.stdout, t).split()[3:] for t in (2, 4, 8))
+    assert [x[-1] for x in better] == ["+", "+", "+"], better
+    assert [x[-1] for x in worse] == ["-", "-", "-"], worse
+    assert all(x[-1].isdigit() for x in same), same
+    # the ratios are median(cand) / median(ctl): 202.5 / 102.5 and 102.5 / 52.5
+    assert abs(float(better[0][:-1]) - 202.5 / 102.5) < 0.01 and abs(float(worse[1][:-1]) - 102.5 / 52.5) < 0.01
+
+
+def test_pools_files_and_overlap_is_not_a_verdict(tmp_path):
+    # 3 repeats per file: alone too few for p < 0.05; pooled (6) enough. The overlapping pair gets "~" or nothing.
+    a = [run_rec("ctl", 2, 100 + i, 50, 1000) for i in range(3)] + [run_rec("cand", 2, 200 + i, 50, 1000) for i in range(3)]
+    b = [run_rec("ctl", 2, 103 + i, 50, 1000) for i in range(3)] + [run_rec("cand", 2, 203 + i, 50, 1000) for i in range(3)]
+    one = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "a.json", a))
+    both = ab("--control", "ctl", "--candidates", "cand", str(tmp_path / "a.json"), write(tmp_path / "b.json", b))
+    assert cell_line(one.stdout, 2).split()[3][-1] != "+"
+    assert cell_line(both.stdout, 2).split()[3][-1] == "+"
+    o = [run_rec("ctl", 2, v, 50, 1000) for v in (100, 101, 102, 103, 104, 300)] + \
+        [run_rec("cand", 2, v, 50, 1000) for v in (105, 106, 107, 108, 109, 110)]
+    r = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "o.json", o))
+    assert cell_line(r.stdout, 2).split()[3][-1] in "~0123456789"
+
+
+def test_bad_input_exits_2(tmp_path):
+    r = ab("--control", "ctl", "--candidates", "cand", str(tmp_path / "missing.json"))
+    assert r.returncode == 2 and "missing.json" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "bad.json").write_text("{not json")
+    r = ab("--control", "ctl", "--candidates", "cand", str(tmp_path / "bad.json"))
+    assert r.returncode == 2 and "bad.json" in r.stderr
+    r = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "empty.json", []))
+    assert r.returncode == 2 and "no successful runs" in r.stderr
