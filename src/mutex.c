@@ -516,18 +516,43 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #endif
 /*
  * LKM_SPIN_YIELDS (default 4; 0 compiles it out, lab variant lk_mutex_v_noyield; measured in
- * docs/results/mutex-tuning.md): a spinner whose learned budget ran out yields the CPU this many
+ * docs/results/mutex-tuning.md): a spinner whose learned budget ran out yields the CPU up to this many
  * times, still holding S and looking at the word after each, before it parks (parking_lot's SpinWait
  * yields too). With threads outnumbering CPUs a preempted owner may run meanwhile; with a few threads
  * and tiny critical sections the yielding spinner stops pulling the line away from an owner that
  * re-locks at once (3-4 threads, 1 ns: 1.3-1.7x, CPU per op -40-60%, in two quiet runs with no cell
  * worse). Not while a waiter is owed (H: it must be served, not kept waiting by our yields) nor when
  * the budget was cut by our own handoff deadline (learned false). No transition of its own: between
- * yields the spinner only looks. A timedlock spinner notices its deadline only after it gave up, so
- * the yields add to how late it may return (four sched_yield() calls: a time slice each at most).
+ * yields the spinner only looks.
+ *
+ * A yield takes as long as the threads queued on this CPU run (a time slice each, ~20 ms behind 16
+ * CPU hogs, measured by the hostile review), so before each yield, yield_ok() stops them once the
+ * spinner has spent spin_max_ns in all (spinning and yielding), or the caller's timedlock deadline or
+ * our own handoff deadline has passed: a spinner parks at most spin_max_ns + one yield after it began,
+ * and returns at most one yield after its deadline.
  */
 #ifndef LKM_SPIN_YIELDS
 #define LKM_SPIN_YIELDS 4
+#endif
+
+#if LKM_SPIN_YIELDS
+/*
+ * May the spinner yield (again)? i: relax rounds spun so far; *t0: when the spin began, set at the
+ * first yield from i (the spin's own clock, the relax calibration: no clock read on the spin path).
+ * No, once spin_max_ns is spent in all, or the caller's deadline or our handoff deadline has passed.
+ */
+static bool yield_ok(const struct waiter *w, struct spin_limits lim, uint64_t i, unsigned yields, int64_t *t0)
+{
+	int64_t now = (int64_t)now_ns(CLOCK_MONOTONIC);
+
+	if (yields == 0)
+		*t0 = now - (int64_t)(i * lim.ps / 1000);
+	if (now - *t0 >= (int64_t)((uint64_t)lim.max * lim.ps / 1000))
+		return false;
+	if (w && w->abs && deadline_passed(w->clock, w->abs))
+		return false;
+	return !(w && w->parked && now >= ts_ns(&w->handoff_at));
+}
 #endif
 
 /*
@@ -546,8 +571,10 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	uint64_t i;
 	uint32_t delay = 1;
 	unsigned yields = 0;	/* LKM_SPIN_YIELDS */
+	int64_t yield_t0 = 0;	/* LKM_SPIN_YIELDS: when the spin began (yield_ok()) */
 
 	(void)yields;
+	(void)yield_t0;
 	lockstat_inc(mutex_spin_start);
 	if (budget > lim.max)
 		budget = lim.max;
@@ -576,7 +603,8 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			continue;
 		}
 #if LKM_SPIN_YIELDS
-		if (i >= budget && learned && yields < LKM_SPIN_YIELDS && !(fresh(v) & H_MASK)) {
+		if (i >= budget && learned && yields < LKM_SPIN_YIELDS && !(fresh(v) & H_MASK) &&
+		    yield_ok(w, lim, i, yields, &yield_t0)) {
 			/* the budget is spent: let another thread (a preempted owner?) run, look again */
 			yields++;
 			sched_yield();

@@ -185,7 +185,8 @@ static inline int lk_mutex_trylock(lk_mutex_t *m)
  * acquired; at once when the deadline is already past and the mutex is held), or EINVAL (m or abs
  * NULL, another clock, or abs->tv_nsec outside [0, 1e9); checked before anything else). A spinner
  * notices the deadline only when it stops spinning, so it may return up to spin_max_ns late, plus
- * four sched_yield() calls (a spinner whose budget ran out yields before it parks).
+ * one sched_yield() (a spinner whose budget ran out yields before it parks, checking the deadline and
+ * the time it has spent before each yield).
  */
 int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *abs);
 
