@@ -16,6 +16,7 @@ Everything the CLI knows about workloads, parameters and algorithms comes from h
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -116,6 +117,10 @@ class Driver:
             res = subprocess.run([self.path, *args], capture_output=True, text=True)
         except OSError as e:
             raise DriverError(f"cannot run {self.path}: {e.strerror}")
+        if res.returncode in (130, -signal.SIGINT):
+            # Ctrl-C reached the driver (a terminal signals the whole process group): an
+            # interruption, not a failed run, even when our own SIGINT has not been handled yet
+            raise KeyboardInterrupt
         if res.returncode != 0:
             raise DriverError(f"{self.path} {' '.join(args)} failed with exit status {res.returncode}",
                               status=res.returncode, stderr=res.stderr)
