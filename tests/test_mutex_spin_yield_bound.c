@@ -16,6 +16,12 @@
  *      has passed (but not spin_max_ns): ETIMEDOUT after exactly 1 yield (before: 4).
  *   B. lock, spin_max_ns at its default, JUMP 1 ms: after one yield spin_max_ns is spent: the
  *      spinner sets P and parks after exactly 1 yield (before: 4); the unlock then lets it in.
+ *   C. the spinner's own handoff deadline: T parks (handoff_ns 8 ms); we unlock, which wakes T as
+ *      the spinner, and re-lock at once (a barger), so T spins on a held lock with its handoff
+ *      deadline ahead; JUMP 9 ms (spin_max_ns 10 ms): after one yield the handoff deadline has
+ *      passed but spin_max_ns has not: T parks again and is owed at once, after exactly 1 yield
+ *      (without the handoff check: 2, until spin_max_ns stopped it). An attempt in which T's timer
+ *      fired before we woke it, or T won the lock before our re-lock, proves nothing and is retried.
  * Skipped on one CPU (no spinning there).
  */
 #define _GNU_SOURCE
@@ -81,13 +87,57 @@ static void *timed_spinner(void *arg)
 	return NULL;
 }
 
+static _Atomic bool spinner_done;
+
 static void *lock_spinner(void *arg)
 {
 	(void)arg;
 	is_spinner = true;
 	lk_mutex_lock(&m);
 	lk_mutex_unlock(&m);
+	/* release: pairs with the acquire load in handoff_attempt() (it then joins us) */
+	atomic_store_explicit(&spinner_done, true, memory_order_release);
 	return NULL;
+}
+
+/* relaxed (both): we only watch the waiter's bookkeeping bits in the word; no data rides on them */
+static uint32_t word(void)
+{
+	return atomic_load_explicit(&m.word, memory_order_relaxed);
+}
+
+/* C, one attempt: 1 = T yielded once and became owed, 0 = the attempt proved nothing (retry), -1 = T
+ * yielded more than once */
+static int handoff_attempt(void)
+{
+	pthread_t t;
+	int yields = -1;
+
+	atomic_store_explicit(&jump_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&spinner_done, false, memory_order_relaxed);
+	lk_mutex_lock(&m);
+	CHECK_EQ(pthread_create(&t, NULL, lock_spinner, NULL), 0);
+	while (!(word() & LK_MUTEX_QUEUED_MASK))	/* T spun, yielded, parked: queued */
+		usleep(100);
+	if (!(word() & LK_MUTEX_OWED_MASK)) {		/* T's 8 ms timer has not fired yet */
+		atomic_store_explicit(&spinner_yields, 0, memory_order_relaxed);
+		atomic_store_explicit(&jump_ns, 9000000, memory_order_relaxed);
+		CHECK_EQ(lk_mutex_unlock(&m), 0);	/* UW: wakes T, gives it S */
+		lk_mutex_lock(&m);			/* barges before T runs (or waits if T won) */
+		/* acquire: pairs with T's release store of spinner_done */
+		while (!(word() & LK_MUTEX_OWED_MASK) && !atomic_load_explicit(&spinner_done, memory_order_acquire))
+			usleep(100);
+		if (word() & LK_MUTEX_OWED_MASK)
+			yields = atomic_load_explicit(&spinner_yields, memory_order_relaxed);
+	}
+	CHECK_EQ(lk_mutex_unlock(&m), 0);
+	pthread_join(t, NULL);
+	atomic_store_explicit(&jump_ns, 0, memory_order_relaxed);
+	if (yields <= 0)
+		return 0;	/* owed by its timer, or never spun on the held lock: nothing proven */
+	if (yields != 1)
+		fprintf(stderr, "C: the spinner yielded %d times past its handoff deadline (want 1)\n", yields);
+	return yields == 1 ? 1 : -1;
 }
 
 int main(void)
@@ -124,9 +174,7 @@ int main(void)
 	atomic_store_explicit(&spinner_yields, 0, memory_order_relaxed);
 	lk_mutex_lock(&m);
 	CHECK_EQ(pthread_create(&t, NULL, lock_spinner, NULL), 0);
-	/* acquire: pairs with nothing we publish; we only wait for the spinner's SG (P set, S clear) */
-	while ((atomic_load_explicit(&m.word, memory_order_acquire) & (LK_MUTEX_PARKED | LK_MUTEX_SPINNING)) !=
-	       LK_MUTEX_PARKED)
+	while ((word() & (LK_MUTEX_PARKED | LK_MUTEX_SPINNING)) != LK_MUTEX_PARKED)	/* the spinner's SG */
 		usleep(100);
 	int yb = atomic_load_explicit(&spinner_yields, memory_order_relaxed);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);
@@ -136,5 +184,19 @@ int main(void)
 	CHECK_EQ(yb, 1);
 	CHECK_EQ(lk_mutex_trylock(&m), 0);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);
+
+	/* C: the spinner's own handoff deadline stops the yields */
+	p = def;
+	p.spin_max_ns = LK_MUTEX_SPIN_MAX_NS_LIMIT;	/* 10 ms */
+	p.handoff_ns = 8000000;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	int rc = 0, attempts = 0;
+	while (rc == 0 && attempts++ < 50)
+		rc = handoff_attempt();
+	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+	if (rc == 0)
+		fprintf(stderr, "C: no attempt in 50 reached the window (T owed by its timer first, or it won the lock)\n");
+	CHECK_EQ(rc, 1);
+	fprintf(stderr, "C: attempts %d\n", attempts);
 	return lkt_failures ? 1 : 0;
 }
