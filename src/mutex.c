@@ -210,6 +210,7 @@
 #define L LK_MUTEX_LOCKED
 #define P LK_MUTEX_PARKED
 #define S LK_MUTEX_SPINNING
+#define W LK_MUTEX_WOKEN
 #define H_SHIFT LK_MUTEX_OWED_SHIFT
 #define H_ONE LK_MUTEX_OWED_ONE
 #define H_MASK LK_MUTEX_OWED_MASK
@@ -274,7 +275,7 @@ static inline uint32_t emptied(uint32_t v)
 
 #define G_SHIFT 3
 #define G_MASK (0x7fu << G_SHIFT)
-#define G_TAGGED (P | S | H_MASK | Q_MASK)	/* the fields G vouches for */
+#define G_TAGGED (P | S | W | H_MASK | Q_MASK)	/* the fields G vouches for */
 
 static _Atomic uint32_t fork_gen = 1;	/* 1..127 */
 
@@ -535,6 +536,25 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #define LKM_SPIN_YIELDS 4
 #endif
 
+/*
+ * LKM_SPIN_TAKEOVER: an unlock that wakes a waiter to be the spinner (UW, TOKEN_SPIN) sets S and W:
+ * S reserved for a thread that is not running yet. A newcomer that finds S and W takes the role over
+ * (CT: clears W, keeps S, spins); the woken thread, when it runs, owns S only if W is still set
+ * (it clears it, WC), and otherwise competes as a newcomer.
+ */
+#ifndef LKM_SPIN_TAKEOVER
+#define LKM_SPIN_TAKEOVER 0
+#endif
+/*
+ * LKM_WAKE_BIT: an unlock that wakes a waiter (UW) sets W, "a woken waiter is on its way", instead of
+ * giving it S; while W (or S) is set no unlock wakes anybody (one woken waiter in flight), but a
+ * running newcomer may still claim S and spin. The woken thread clears W when it runs (WC) and then
+ * competes as a newcomer.
+ */
+#ifndef LKM_WAKE_BIT
+#define LKM_WAKE_BIT 0
+#endif
+
 #if LKM_SPIN_YIELDS
 /*
  * May the spinner yield (again)? i: relax rounds spun so far; *t0: when the spin began, set at the
@@ -758,8 +778,51 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 	struct waiter w = { .m = m, .clock = clock, .abs = abs };
 	/* relaxed: we only look; every transition below is a CAS */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+	bool woken = own_s;	/* own_s came with TOKEN_SPIN: S is ours if W is still set (WC) */
 
+	(void)woken;
 	for (;;) {
+#if LKM_WAKE_BIT
+		if (woken) {
+			/* WC: the woken waiter runs; W is ours to clear. relaxed: a role bit, no data */
+			woken = own_s = false;
+			for (;;) {
+				uint32_t fv = fresh(v);
+
+				if (!(fv & W))
+					break;
+				if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fv & ~W),
+									  memory_order_relaxed,
+									  memory_order_relaxed)) {
+					v = retag(fv & ~W);
+					break;
+				}
+			}
+		}
+#endif
+#if LKM_SPIN_TAKEOVER
+		if (own_s && woken) {
+			/*
+			 * WC: woken as the spinner; S is still ours only if no newcomer took it over (W
+			 * still set). relaxed: a role bit, no data
+			 */
+			for (;;) {
+				uint32_t fv = fresh(v);
+
+				woken = false;
+				if (!(fv & W)) {
+					own_s = false;
+					break;
+				}
+				if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fv & ~W),
+									  memory_order_relaxed,
+									  memory_order_relaxed)) {
+					v = retag(fv & ~W);
+					break;
+				}
+			}
+		}
+#endif
 		if (own_s) {
 			own_s = false;
 			if (spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED)
@@ -788,6 +851,17 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			lockstat_inc(mutex_timeout);
 			return ETIMEDOUT;
 		}
+#if LKM_SPIN_TAKEOVER
+		if (may_spin && !(v & H_MASK) && (!(v & S) || (v & W))) {
+			/* C (or CT: take over a woken thread's reservation). relaxed: role bits, no data */
+			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag((v | S) & ~W),
+								   memory_order_relaxed, memory_order_relaxed))
+				continue;
+			v = retag((v | S) & ~W);
+			own_s = true;
+			continue;
+		}
+#else
 		if (may_spin && !(v & (S | H_MASK))) {
 			/* C. relaxed: S is a role bit, no data */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | S),
@@ -797,6 +871,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			own_s = true;
 			continue;
 		}
+#endif
 		if (!(v & P)) {
 			/* PP. relaxed: bit bookkeeping; validate() re-checks it under the bucket lock */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | P),
@@ -837,7 +912,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				return 0;
 			}
 			may_spin = lim.max > 0;
-			own_s = token == TOKEN_SPIN;
+			own_s = woken = token == TOKEN_SPIN;
 		} else if (r == LK_PARK_TIMEDOUT) {
 			if (w.took)	/* took the free lock in lock_expired() */
 				return 0;
@@ -970,8 +1045,8 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 		} else {
 			/* UW: release; make the woken thread the spinner when there is none (invariant 2) */
 			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) |
-				   (fv & S ? 0 : S));
-			token = fv & S ? LK_TOKEN_NORMAL : TOKEN_SPIN;
+				   (LKM_WAKE_BIT ? (fv & W ? 0 : W) : fv & S ? 0 : LKM_SPIN_TAKEOVER ? S | W : S));
+			token = (LKM_WAKE_BIT ? fv & W : fv & S) ? LK_TOKEN_NORMAL : TOKEN_SPIN;
 		}
 		/*
 		 * release: pairs with the acquire of whoever owns the lock next - the acquire CAS of a
@@ -1010,7 +1085,7 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 			 */
 			if (!(v & L))
 				return EPERM;
-			if ((fv & P) && (!(fv & S) || (fv & H_MASK)))
+			if ((fv & P) && (!(fv & (S | W)) || (fv & H_MASK)))
 				break;
 			/* release: publishes the critical section to the next owner's acquire RMW */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,

@@ -73,9 +73,10 @@ extern "C" {
 #define LK_MUTEX_OWED_SHIFT	10
 #define LK_MUTEX_OWED_ONE	(1u << LK_MUTEX_OWED_SHIFT)	/* one waiter owed a handoff */
 #define LK_MUTEX_OWED_MASK	(0xfffu << LK_MUTEX_OWED_SHIFT)	/* bits 10-21 */
-#define LK_MUTEX_QUEUED_SHIFT	22
+#define LK_MUTEX_WOKEN		(1u << 22)	/* S is reserved for a woken waiter not yet running */
+#define LK_MUTEX_QUEUED_SHIFT	23
 #define LK_MUTEX_QUEUED_ONE	(1u << LK_MUTEX_QUEUED_SHIFT)	/* one parked thread */
-#define LK_MUTEX_QUEUED_MASK	(0x3ffu << LK_MUTEX_QUEUED_SHIFT)	/* bits 22-31 */
+#define LK_MUTEX_QUEUED_MASK	(0x1ffu << LK_MUTEX_QUEUED_SHIFT)	/* bits 23-31 */
 
 typedef struct lk_mutex {
 	LK_ATOMIC(uint32_t) word;
@@ -210,7 +211,7 @@ static inline int lk_mutex_unlock(lk_mutex_t *m)
 	 * the slow path only when threads are parked and either no awake spinner will take the lock
 	 * or a waiter is owed a handoff (then it must get the lock, not the spinner)
 	 */
-	while (!((v & LK_MUTEX_PARKED) && (!(v & LK_MUTEX_SPINNING) || (v & LK_MUTEX_OWED_MASK)))) {
+	while (!((v & LK_MUTEX_PARKED) && (!(v & (LK_MUTEX_SPINNING | LK_MUTEX_WOKEN)) || (v & LK_MUTEX_OWED_MASK)))) {
 		if (!(v & LK_MUTEX_LOCKED))
 			return EPERM;
 		/* release: as above */
