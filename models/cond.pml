@@ -8,9 +8,10 @@
  *   S        lock m; ready = 1; then, in any of four ways: lk_cond_signal twice or lk_cond_broadcast,
  *            each before or after its unlock of m (the wake with m held requeues: REQUEUE_ONE /
  *            REQUEUE_ALL; with m free it unparks: UNPARK_ONE / UNPARK_ONE_REQUEUE_REST).
- * The mutex is lk_mutex's protocol as in models/mutex.pml with spinning off by policy (no thread
- * claims S itself, C), but an unlock that wakes a waiter still makes it the spinner (UW, TOKEN_SPIN),
- * which takes the free lock (SA) or gives up and parks again (SG). No deadlines.
+ * The mutex is lk_mutex's protocol as in models/mutex.pml: a contender may claim S (C) whenever S is
+ * free and nobody is owed, then takes the free lock (SA) or gives up and parks again (SG); an unlock
+ * that wakes a waiter sets W (UW, TOKEN_WAKE), which the woken thread clears when it runs (WC). No
+ * deadlines.
  *
  * Model step                     source
  *   cond wait                     do_wait / wait_validate (c->mutex = m, queued on &c->mutex under
@@ -55,7 +56,7 @@
 #define SIG	2
 #define NOTOK	0
 #define HANDOFF	1
-#define SPINTOK	2
+#define WAKETOK	2		/* TOKEN_WAKE: the unlocker set W for the woken thread */
 #define NORMAL	3
 #define NONE	255
 /* enum lk_requeue_op */
@@ -65,7 +66,7 @@
 #define UNPARK_ONE		3
 #define REQUEUE_ONE		4
 
-bit L, P, S;			/* m's word (no fork generation; no saturation) */
+bit L, P, S, WK;		/* m's word (no fork generation; no saturation) */
 byte H, Q;
 bit mbl, cbl;			/* the bucket locks of &m->word and &c->mutex */
 byte mq[NT]; byte mqlen;	/* m's queue */
@@ -155,7 +156,7 @@ inline unlock_callback()
 			fi;
 			L = 0;
 			if
-			:: !S -> S = 1; tok[w] = SPINTOK
+			:: !WK -> WK = 1; tok[w] = WAKETOK	/* one woken waiter in flight */
 			:: else -> tok[w] = NORMAL
 			fi
 		fi;
@@ -184,7 +185,7 @@ end:
 proctype thread(byte t)
 {
 	byte k, kk, j, w, ret, uret, op, n, wk, how;
-	bit parked, own_s, invalid, all, before;
+	bit parked, invalid, all, before;
 
 	/* ---- the program ---- */
 	ret = 1;
@@ -225,7 +226,7 @@ u1:
 	ret = 2;
 	if				/* lk_mutex_lock_unparked(m, token) */
 	:: tok[t] == HANDOFF -> tok[t] = NOTOK; goto r2
-	:: tok[t] == SPINTOK -> tok[t] = NOTOK; own_s = 1; parked = 0; goto slow
+	:: tok[t] == WAKETOK -> tok[t] = NOTOK; WK = 0; parked = 0; goto slow	/* WC */
 	:: tok[t] == NORMAL -> tok[t] = NOTOK; goto lock
 	fi;
 r2:
@@ -369,16 +370,13 @@ lock:
 		:: else -> skip
 		fi
 	};
-	parked = 0; own_s = 0;
+	parked = 0;
 slow:
-	if
-	:: own_s -> own_s = 0; goto spin
-	:: else -> skip
-	fi;
-	atomic {			/* B, or PP (spinning off: no C) */
+	atomic {			/* B, C (claim S: any time it is free and H == 0), or PP */
 		if
 		:: L == 0 -> L = 1; count_acq(t); goto locked
-		:: else -> P = 1
+		:: L == 1 && !S && H == 0 -> S = 1; goto spin
+		:: L == 1 -> P = 1
 		fi
 	};
 	goto park;
@@ -418,7 +416,7 @@ park:
 	assert(!inmq[t]);
 	if
 	:: tok[t] == HANDOFF -> tok[t] = NOTOK; goto locked
-	:: tok[t] == SPINTOK -> tok[t] = NOTOK; own_s = 1; goto slow
+	:: tok[t] == WAKETOK -> tok[t] = NOTOK; WK = 0; goto slow	/* WC */
 	:: tok[t] == NORMAL -> tok[t] = NOTOK; goto slow
 	fi;
 locked:
@@ -432,14 +430,14 @@ unlock:
 	atomic {			/* F2/F3 */
 		assert(L == 1);
 		if
-		:: !(P && (!S || H > 0)) -> L = 0; goto unlocked
+		:: !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
 		:: else -> skip
 		fi
 	};
 	atomic {			/* unlock_slow: L first, then the re-check */
 		assert(L == 1);
 		if
-		:: !(P && (!S || H > 0)) -> L = 0; goto unlocked
+		:: !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
 		:: else -> skip
 		fi
 	};

@@ -31,7 +31,7 @@
  *   V (park)                      lock_validate under BL: L && P -> Q+1, queue at the head if it
  *                                 parked before in this call and H == 0, else at the tail
  *   EX / EH (TIMERS)              lock_expired under BL, still queued, not owed
- *   F2/F3                         lk_mutex_unlock inline: !(P && (!S || H > 0)) -> clear L
+ *   F2/F3                         lk_mutex_unlock inline: !(P && (!(S || WK) || H > 0)) -> clear L
  *   unlock_slow                   L first (EPERM), re-check F3, then BL: U0 / UW / UH
  *   CR                            lkm_requeued (+ CP): P, H+1, Q+1, T2 appended at the tail
  *
@@ -64,6 +64,9 @@
  *   NO_VALIDATE      park without validate()'s check of L and P under the bucket lock: a waiter
  *                    sleeps after the unlock that should have woken it.
  * @mutant NO_VALIDATE      safety=end
+ *   NO_WC            the woken thread never clears W: every later unlock takes F3 (W set) and
+ *                    wakes nobody, so parked waiters sleep for ever.
+ * @mutant NO_WC            safety=end
  */
 
 #ifndef ITERS
@@ -74,10 +77,10 @@
 #define TA	3		/* A */
 #define NOTOK	0
 #define HANDOFF	1		/* TOKEN_HANDOFF: the lock is handed over, L kept */
-#define SPINTOK	2		/* TOKEN_SPIN: the unlocker set S for the woken thread */
+#define WAKETOK	2		/* TOKEN_WAKE: the unlocker set W for the woken thread */
 #define NORMAL	3		/* LK_TOKEN_NORMAL */
 
-bit L, P, S;			/* the word: LOCKED, PARKED, SPINNING */
+bit L, P, S, WK;		/* the word: LOCKED, PARKED, SPINNING, WOKEN */
 byte H, Q;			/* OWED, QUEUED (no saturation with 4 threads) */
 bit bl;				/* the bucket lock of &m->word */
 byte q[NT];			/* the bucket's FIFO (this address only) */
@@ -186,7 +189,7 @@ inline unlock_callback()
 			fi;
 			L = 0;
 			if
-			:: !S -> S = 1; tok[w] = SPINTOK
+			:: !WK -> WK = 1; tok[w] = WAKETOK	/* one woken waiter in flight */
 			:: else -> tok[w] = NORMAL
 			fi
 		fi;
@@ -211,7 +214,7 @@ end:
 proctype thread(byte t)
 {
 	byte k, kk, j, w, n, iter;
-	bit may_spin, parked, owed, own_s, invalid, took, head;
+	bit may_spin, parked, owed, invalid, took, head;
 
 	if
 	:: t == RQ ->			/* asleep on the condvar until requeued onto the mutex */
@@ -246,12 +249,8 @@ lock:
 		:: else -> skip
 		fi
 	};
-	may_spin = 1; parked = 0; owed = 0; own_s = 0;
+	may_spin = 1; parked = 0; owed = 0;
 slow:
-	if
-	:: own_s -> own_s = 0; goto spin
-	:: else -> skip
-	fi;
 	atomic {
 		if
 		:: L == 0 -> L = 1; count_acq(t); goto got		/* B */
@@ -349,7 +348,12 @@ wait:
 	assert(!inq[t]);
 	if
 	:: tok[t] == HANDOFF -> tok[t] = NOTOK; goto got
-	:: tok[t] == SPINTOK -> tok[t] = NOTOK; own_s = 1; may_spin = 1; owed = 0; goto slow
+	:: tok[t] == WAKETOK ->
+		tok[t] = NOTOK;
+#ifndef NO_WC
+		WK = 0;					/* WC: it runs; W is its to clear */
+#endif
+		may_spin = 1; owed = 0; goto slow
 	:: tok[t] == NORMAL -> tok[t] = NOTOK; may_spin = 1; owed = 0; goto slow
 	fi;
 got:
@@ -361,9 +365,9 @@ got:
 		assert(L == 1);
 		if
 #ifdef SPIN_IGNORES_H
-		:: !(P && !S) -> L = 0; goto unlocked
+		:: !(P && !(S || WK)) -> L = 0; goto unlocked
 #else
-		:: !(P && (!S || H > 0)) -> L = 0; goto unlocked
+		:: !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
 #endif
 		:: else -> skip
 		fi
@@ -372,7 +376,7 @@ got:
 	atomic {
 		assert(L == 1);		/* the owner's unlock never finds L clear */
 		if
-		:: !(P && (!S || H > 0)) -> L = 0; goto unlocked
+		:: !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
 		:: else -> skip
 		fi
 	};
@@ -396,7 +400,7 @@ active proctype misuser()
 		/* unlock_slow's first test (the inline path sends P && (!S || H > 0) there) */
 #ifdef NO_L_CHECK
 		if
-		:: P && (!S || H > 0) -> skip		/* on to the bucket: nothing stops it */
+		:: P && (!(S || WK) || H > 0) -> skip		/* on to the bucket: nothing stops it */
 		:: else -> goto eperm
 		fi
 #else

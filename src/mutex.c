@@ -10,19 +10,25 @@
  *   bit  0     L  LOCKED    a thread owns the mutex
  *   bit  1     P  PARKED    threads may be parked on &m->word (an unlock must look)
  *   bit  2     S  SPINNING  one waiter is awake and spinning (it will take the lock when it is free)
- *   bits 3-9   G  GEN       the fork generation in which P, S, H and Q were written: the process's
- *                           (1..127) while any of them is set, 0 when all are clear
+ *   bits 3-9   G  GEN       the fork generation in which P, S, W, H and Q were written: the
+ *                           process's (1..127) while any of them is set, 0 when all are clear
  *   bits 10-21 H  OWED      how many queued waiters are owed a handoff, saturating at HMAX = 4095: a
  *                           waiter whose own handoff deadline passed (it counted itself), or a
  *                           condvar waiter requeued onto the mutex (the requeue counted it)
- *   bits 22-31 Q  QUEUED    how many threads are queued on &m->word, never more than the true
- *                           number: +1 at each park (saturating at QMAX = 1023), -1 (floored at 0)
+ *   bit  22    W  WOKEN     an unlock woke a waiter that has not run yet (it clears W when it does)
+ *   bits 23-31 Q  QUEUED    how many threads are queued on &m->word, never more than the true
+ *                           number: +1 at each park (saturating at QMAX = 511), -1 (floored at 0)
  *                           at each dequeue. Only read to compute a new waiter's handoff deadline.
  *
- * Threads and roles. The OWNER holds L. At most one SPINNER holds S: a newcomer that claimed it, or
- * a parked waiter an unlock woke and gave S to (TOKEN_SPIN: seed 004's "a woken waiter goes back to
+ * Threads and roles. The OWNER holds L. At most one SPINNER holds S: a running thread that claimed
+ * it (a newcomer, or a woken waiter once it runs: seed 004's "a woken waiter goes back to
  * spinning"); while S is set and nobody is owed, an unlock wakes nobody and the spinner takes the
- * lock (seed 004's "spinners and sleepers use separate locks"). PARKED waiters sleep in the parking
+ * lock (seed 004's "spinners and sleepers use separate locks"). At most one WOKEN waiter is in
+ * flight (W: an unlock woke it, TOKEN_WAKE, and it has not run yet): while W is set and nobody is
+ * owed, an unlock wakes nobody either - the woken thread will look at the word when it runs - but,
+ * unlike S before issue 11 gave W its own bit, W keeps no running thread from spinning: a woken
+ * waiter takes tens of µs to run where threads outnumber CPUs, and newcomers that met the held lock
+ * in that time all parked, leaving CPUs idle (docs/results/mutex-wakebit-2core/). PARKED waiters sleep in the parking
  * lot, queued on &m->word. A waiter that first parks (in this lock call) when the word says q
  * threads are queued sets its HANDOFF DEADLINE to first park + (q + 1) * h (h = the policy's
  * handoff_ns, read then) and sleeps until it at the latest. If the lock is held when the deadline
@@ -46,9 +52,10 @@
  * owed waiters of the parent would keep H > 0, Q would count them, and P would say somebody is
  * parked (with S beside it no unlock ever clears it, and lk_mutex_destroy said EBUSY forever). The
  * child's atfork handler bumps the process's generation (1..127, cyclic); P, S, H and Q whose G
- * differs belong to an ancestor and are STALE: every slow-path transition below first drops them
- * (fresh(v): P, S, G, H and Q cleared), in the same CAS, and sets G to the current generation when
- * the result has P, S, H or Q, 0 otherwise (retag()). A waiter always runs its loop's first step,
+ * differs belong to an ancestor and are STALE (a W too: its woken thread is the parent's): every
+ * slow-path transition below first drops them (fresh(v): P, S, W, G, H and Q cleared), in the same
+ * CAS, and sets G to the current generation when the result has P, S, W, H or Q, 0 otherwise
+ * (retag()). A waiter always runs its loop's first step,
  * N, before it parks, so no thread of the child ever sleeps behind a stale S, and a P it sets (PP,
  * CP) is tagged with the child's generation. The handler is registered by a constructor of
  * priority 101, like the parking lot's reset: in a statically linked program too, both run before
@@ -66,11 +73,14 @@
  *
  *   lock fast path (mutex.h)   F1  fetch_or L                    acquired iff old L clear (acquire)
  *   unlock fast path           F2  CAS L -> 0                    (release)
- *   (mutex.h)                  F3  CAS v -> v & ~L               if !(P && (!S || H > 0)) (release);
+ *   (mutex.h)                  F3  CAS v -> v & ~L               if !(P && (!(S || W) || H > 0))
+ *                                                                (release);
  *                                                                otherwise lk_mutex_unlock_slow,
  *                                                                which returns EPERM (no CAS, nobody
  *                                                                woken) if v has no L, even with P, H
- *   lock_slow()                N   CAS v -> fresh(v)             v has stale P, S, H or Q (fork only)
+ *   lock_slow()                WC  CAS v -> v & ~W               woken with TOKEN_WAKE, first thing it
+ *                                                                does (no CAS if W is clear)
+ *                              N   CAS v -> fresh(v)             v has stale P, S, W, H or Q (fork)
  *                              B   CAS v -> v | L                barge: v has no L (acquire)
  *                              C   CAS v -> v | S                claim S: v has L, no S, H == 0, and
  *                                                                spinning is allowed
@@ -96,9 +106,10 @@
  *                                         : v with empty        H > 0: HAND OVER, L kept (release),
  *                                                                TOKEN_HANDOFF to the first owed
  *                                                                waiter (the head if H == HMAX)
- *                              UW  CAS v -> (more ? Q-1 : v with empty) & ~L | (S ? 0 : S)
+ *                              UW  CAS v -> (more ? Q-1 : v with empty) & ~L | W
  *                                                                H == 0: release, wake the head;
- *                                                                TOKEN_SPIN if it set S for it
+ *                                                                TOKEN_WAKE if W was clear (it set
+ *                                                                W for it), else LK_TOKEN_NORMAL
  *                              UZ  CAS v -> v with clear(H)      H in 1..HMAX-1 but no owed waiter
  *                                                                queued: unreachable (invariant 4);
  *                                                                then unlock again
@@ -106,7 +117,8 @@
  *   bucket locks held)         CR  CAS v -> (v | (asked ? P : 0)), H+n, Q+n    n waiters appended
  *   (mutex bucket lock)        CT  as TO, owed                   a requeued waiter timed out there
  *
- * States (L, P, S, H) and the main transitions (- = clear, * = either; G, Q, stale state omitted):
+ * States (L, P, S, H) and the main transitions (- = clear, * = either; G, Q, W, stale state omitted;
+ * "S set" in F2/F3 reads "S or W set"):
  *
  *                      F1, B, EX: +L                           C: +S (H = 0)
  *      +---------+ ------------------------> +---------+ -----------------------> +---------+
@@ -118,7 +130,7 @@
  *             |     U0: -L -P (nobody queued)      v                                  | V: park
  *             +-------------------------------- +---------+ <-------------------------+
  *                   UW: -L, wake the head       | L,P,*,0 |
- *                   (+S for it if none: spins)  +---------+
+ *                   (+W if none in flight)      +---------+
  *                                                  |   ^
  *                  EH: H += 1 (a parked waiter's   |   |  UH/TO/CT take H to 0
  *                  deadline passed, L held)        v   |
@@ -131,12 +143,13 @@
  * Invariants (the bucket lock: that of &m->word):
  *  1. L is set exactly while some thread owns the mutex; a handoff (UH) never clears it.
  *  2. "!L && P" implies a thread that is awake will take the lock: the spinner (S; it never gives
- *     up while L is clear), the thread an unlock just woke (UW), or a thread whose park attempt or
- *     expired() finds L clear (validate refuses, EX takes it).
+ *     up while L is clear), the thread an unlock just woke (UW; invariant 9), or a thread whose
+ *     park attempt or expired() finds L clear (validate refuses, EX takes it).
  *  3. A waiter sleeps only after validate() saw L and P under the bucket lock; P is cleared only
  *     under that bucket lock, when no thread remains queued on the address (U0, UH/UW with !more,
  *     TO/CT with last). No lost wakeup: an unlock that clears L while P is set either runs its
- *     callback under the bucket lock (F3 not taken) or leaves an awake spinner (F3 with S).
+ *     callback under the bucket lock (F3 not taken) or leaves an awake spinner (F3 with S) or a
+ *     woken thread on its way (F3 with W, invariant 9).
  *  4. Whenever the bucket lock is free, with o = the number of queued waiters whose park token is
  *     PARK_OWED or 0 (condvar waiters): H == o if o < HMAX, and H == HMAX otherwise - or after
  *     owed waiters left a saturated count by timeout (H stays HMAX until the next UH recounts).
@@ -156,6 +169,11 @@
  *     stays first.
  *  8. UH serves owed waiters in queue order: the filter unparks the first one whose token is owed
  *     (invariant 4 says there is one); with H == HMAX it unparks the head and recounts the rest.
+ *  9. W set (and ours, not stale) implies a thread unparked with TOKEN_WAKE has not yet run WC: only
+ *     UW sets W, and only when W was clear, handing that token to the thread it unparks; only that
+ *     thread clears it (WC), as the first thing it does when it runs (so at most one such thread
+ *     is in flight). After WC the thread reads the word and takes a free lock (B), spins (C, S) or
+ *     parks through validate(): it never sleeps past a release it did not see.
  *
  * The bound (docs/mutex.md). Let W first park at t0 (in this lock call), with q threads queued
  * according to the word it last read, and let n be the largest number of other threads blocked on
@@ -221,7 +239,7 @@
 
 /* Unpark tokens (LK_TOKEN_NORMAL: woken, compete for the lock like anybody else) */
 #define TOKEN_HANDOFF	((lk_token_t)1)	/* the lock is handed over, still LOCKED, to the woken thread */
-#define TOKEN_SPIN	((lk_token_t)2)	/* the unlocker set S for the woken thread: it is the spinner */
+#define TOKEN_WAKE	((lk_token_t)2)	/* the unlocker set W for the woken thread: it clears it (WC) */
 
 /* Park tokens: what an unlocker's filter learns about a waiter (0: a requeued condvar waiter) */
 #define PARK_QUEUED	((lk_token_t)1)	/* a mutex waiter, not owed */
@@ -536,25 +554,6 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #define LKM_SPIN_YIELDS 4
 #endif
 
-/*
- * LKM_SPIN_TAKEOVER: an unlock that wakes a waiter to be the spinner (UW, TOKEN_SPIN) sets S and W:
- * S reserved for a thread that is not running yet. A newcomer that finds S and W takes the role over
- * (CT: clears W, keeps S, spins); the woken thread, when it runs, owns S only if W is still set
- * (it clears it, WC), and otherwise competes as a newcomer.
- */
-#ifndef LKM_SPIN_TAKEOVER
-#define LKM_SPIN_TAKEOVER 0
-#endif
-/*
- * LKM_WAKE_BIT: an unlock that wakes a waiter (UW) sets W, "a woken waiter is on its way", instead of
- * giving it S; while W (or S) is set no unlock wakes anybody (one woken waiter in flight), but a
- * running newcomer may still claim S and spin. The woken thread clears W when it runs (WC) and then
- * competes as a newcomer.
- */
-#ifndef LKM_WAKE_BIT
-#define LKM_WAKE_BIT 0
-#endif
-
 #if LKM_SPIN_YIELDS
 /*
  * May the spinner yield (again)? i: relax rounds spun so far; *t0: when the spin began, set at the
@@ -766,26 +765,30 @@ static const struct lkp_park_ops lock_park_ops = {
 };
 
 /*
- * The contended path. own_s: we were unparked with TOKEN_SPIN, i.e. the unlocker set S for us and we
- * are the spinner (seed 004 patch 3: a woken waiter goes back to spinning), so unlocks skip waking
- * anyone else while we run (one woken waiter in flight, as glibc's and Go's mutexes do).
+ * The contended path. woken: we were unparked with TOKEN_WAKE, i.e. the unlocker set W for us (one
+ * woken waiter in flight, as glibc's and Go's mutexes keep it: unlocks wake nobody else until we
+ * run). We clear W first (WC) and then compete like a newcomer - spin if nobody does (seed 004
+ * patch 3: a woken waiter goes back to spinning), take the lock if it is free, or park again.
  */
-static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs, bool own_s)
+static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs, bool woken)
 {
 	struct slot *sl = slot_of(m);
 	struct spin_limits lim = spin_limits();
 	bool may_spin = lim.max > 0;
+	bool own_s = false;	/* we claimed S (C): spin */
 	struct waiter w = { .m = m, .clock = clock, .abs = abs };
 	/* relaxed: we only look; every transition below is a CAS */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
-	bool woken = own_s;	/* own_s came with TOKEN_SPIN: S is ours if W is still set (WC) */
 
-	(void)woken;
 	for (;;) {
-#if LKM_WAKE_BIT
 		if (woken) {
-			/* WC: the woken waiter runs; W is ours to clear. relaxed: a role bit, no data */
-			woken = own_s = false;
+			/*
+			 * WC: W is ours to clear, now that we run; from here on an unlock that finds
+			 * threads parked and nobody spinning wakes one again. relaxed: a role bit, no
+			 * data. (W may be clear already: an ancestor's, dropped after a fork.)
+			 */
+			woken = false;
+			LK_TEST_HOOK("mutex.woken", m);	/* test builds only: woken, W not cleared yet */
 			for (;;) {
 				uint32_t fv = fresh(v);
 
@@ -799,30 +802,6 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				}
 			}
 		}
-#endif
-#if LKM_SPIN_TAKEOVER
-		if (own_s && woken) {
-			/*
-			 * WC: woken as the spinner; S is still ours only if no newcomer took it over (W
-			 * still set). relaxed: a role bit, no data
-			 */
-			for (;;) {
-				uint32_t fv = fresh(v);
-
-				woken = false;
-				if (!(fv & W)) {
-					own_s = false;
-					break;
-				}
-				if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fv & ~W),
-									  memory_order_relaxed,
-									  memory_order_relaxed)) {
-					v = retag(fv & ~W);
-					break;
-				}
-			}
-		}
-#endif
 		if (own_s) {
 			own_s = false;
 			if (spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED)
@@ -851,17 +830,6 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			lockstat_inc(mutex_timeout);
 			return ETIMEDOUT;
 		}
-#if LKM_SPIN_TAKEOVER
-		if (may_spin && !(v & H_MASK) && (!(v & S) || (v & W))) {
-			/* C (or CT: take over a woken thread's reservation). relaxed: role bits, no data */
-			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag((v | S) & ~W),
-								   memory_order_relaxed, memory_order_relaxed))
-				continue;
-			v = retag((v | S) & ~W);
-			own_s = true;
-			continue;
-		}
-#else
 		if (may_spin && !(v & (S | H_MASK))) {
 			/* C. relaxed: S is a role bit, no data */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | S),
@@ -871,7 +839,6 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			own_s = true;
 			continue;
 		}
-#endif
 		if (!(v & P)) {
 			/* PP. relaxed: bit bookkeeping; validate() re-checks it under the bucket lock */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | P),
@@ -912,7 +879,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				return 0;
 			}
 			may_spin = lim.max > 0;
-			own_s = woken = token == TOKEN_SPIN;
+			woken = token == TOKEN_WAKE;
 		} else if (r == LK_PARK_TIMEDOUT) {
 			if (w.took)	/* took the free lock in lock_expired() */
 				return 0;
@@ -938,7 +905,7 @@ void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token)
 		(void)atomic_load_explicit(&m->word, memory_order_acquire);
 		return;
 	}
-	if (token == TOKEN_SPIN) {
+	if (token == TOKEN_WAKE) {
 		lock_slow(m, CLOCK_MONOTONIC, NULL, true);
 		return;
 	}
@@ -1043,10 +1010,10 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 			nv = retag(r.have_more_threads ? with_owed(dequeued(fv, false), h) : emptied(fv));
 			token = TOKEN_HANDOFF;
 		} else {
-			/* UW: release; make the woken thread the spinner when there is none (invariant 2) */
+			/* UW: release; W for the woken thread unless one is already in flight (invariant 2) */
 			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) |
-				   (LKM_WAKE_BIT ? (fv & W ? 0 : W) : fv & S ? 0 : LKM_SPIN_TAKEOVER ? S | W : S));
-			token = (LKM_WAKE_BIT ? fv & W : fv & S) ? LK_TOKEN_NORMAL : TOKEN_SPIN;
+				   (fv & W ? 0 : W));
+			token = fv & W ? LK_TOKEN_NORMAL : TOKEN_WAKE;
 		}
 		/*
 		 * release: pairs with the acquire of whoever owns the lock next - the acquire CAS of a
