@@ -85,6 +85,24 @@ int main(void)
 	CHECK(hk_count("mutex.owed") >= 1);	/* handoff_ns 0: owed at its first park */
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
+	/* mutex.woken: no spinning, no handoff; a parked waiter woken by the unlock (UW) */
+	p = def;
+	p.spin_min_ns = p.spin_max_ns = 0;
+	p.handoff_ns = LK_MUTEX_HANDOFF_NS_LIMIT;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	for (int round = 0; round < 1000 && !hk_count("mutex.woken"); round++) {
+		unsigned long q0 = hk_count("park.queued");
+
+		lk_mutex_lock(&m);
+		CHECK_EQ(pthread_create(&th[0], NULL, mutex_waiter, NULL), 0);
+		while (hk_count("park.queued") == q0)
+			sched_yield();
+		lk_mutex_unlock(&m);
+		pthread_join(th[0], NULL);
+	}
+	CHECK(hk_count("mutex.woken") >= 1);
+	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+
 	/* mutex.spin: a spinner while we hold the lock */
 	p = def;
 	p.spin_min_ns = p.spin_max_ns = 1000000;
