@@ -156,7 +156,7 @@ static int do_wait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct ti
 		return r == LK_PARK_TIMEDOUT ? ETIMEDOUT : 0;
 	if (r == LK_PARK_UNPARKED) {
 		/* woken from the condvar (token normal), or from the mutex queue after a requeue, where
-		 * the mutex's unlock may have handed us the lock or made us its spinner */
+		 * the mutex's unlock may have handed us the lock or set WOKEN for us (TOKEN_WAKE) */
 		lk_mutex_lock_unparked(m, token);
 		return 0;
 	}

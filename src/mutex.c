@@ -849,7 +849,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			/*
 			 * The first park of this call: the handoff deadline, (1 + q) * h from now with q
 			 * the threads queued according to the word (invariant 5: never more than there
-			 * are). relaxed: policy knob. h <= 10 s and q <= 1023: no overflow.
+			 * are). relaxed: policy knob. h <= 10 s and q <= 511: no overflow.
 			 */
 			uint64_t h = atomic_load_explicit(&policy.handoff_ns, memory_order_relaxed);
 			uint64_t q = queued_of(fresh(v));

@@ -7,21 +7,23 @@
  *
  *	bit  0     LOCKED    a thread owns the mutex
  *	bit  1     PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
- *	bit  2     SPINNING  one waiter is awake and spinning on the word (a newcomer, or the waiter an
- *	                     unlock just woke); every other waiter sleeps, and unlocks wake nobody else
- *	bits 3-9   GEN       the fork generation that wrote PARKED, SPINNING, OWED and QUEUED (0 when
- *	                     all are clear): a child process treats an ancestor's spinner and waiters
- *	                     as gone
+ *	bit  2     SPINNING  one waiter is awake and spinning on the word (a running thread that claimed
+ *	                     it); every other waiter sleeps, and unlocks wake nobody else
+ *	bits 3-9   GEN       the fork generation that wrote PARKED, SPINNING, WOKEN, OWED and QUEUED (0
+ *	                     when all are clear): a child process treats an ancestor's spinner, woken
+ *	                     thread and waiters as gone
  *	bits 10-21 OWED      how many parked waiters are owed a handoff (their handoff deadline passed,
  *	                     or they are condvar waiters requeued onto the mutex), saturating at 4095;
  *	                     while it is not 0 every unlock hands the lock to the first owed waiter
- *	bits 22-31 QUEUED    how many threads are parked on the mutex (never more than the true number;
- *	                     saturates at 1023): a new waiter's handoff deadline grows with it
+ *	bit  22    WOKEN     an unlock woke a waiter that has not run yet: unlocks wake nobody else
+ *	                     until it does (one woken waiter in flight), but running threads may spin
+ *	bits 23-31 QUEUED    how many threads are parked on the mutex (never more than the true number;
+ *	                     saturates at 511): a new waiter's handoff deadline grows with it
  *
  * Lock is one atomic RMW (fetch_or LOCKED) when the mutex is free, whether or not waiters are
  * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps the other bits when they are set), and
- * calls out of line only when threads are parked and either no spinner is awake to take the lock or
- * a waiter is owed it. Both are inline below; neither reads a clock or writes anything but the word.
+ * calls out of line only when threads are parked and either no spinner is awake and no woken waiter
+ * on its way to take the lock, or a waiter is owed it. Both are inline below; neither reads a clock or writes anything but the word.
  * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
  * whose header comment has every transition, the invariants and the proof of the bound.
  *
@@ -73,7 +75,7 @@ extern "C" {
 #define LK_MUTEX_OWED_SHIFT	10
 #define LK_MUTEX_OWED_ONE	(1u << LK_MUTEX_OWED_SHIFT)	/* one waiter owed a handoff */
 #define LK_MUTEX_OWED_MASK	(0xfffu << LK_MUTEX_OWED_SHIFT)	/* bits 10-21 */
-#define LK_MUTEX_WOKEN		(1u << 22)	/* S is reserved for a woken waiter not yet running */
+#define LK_MUTEX_WOKEN		(1u << 22)	/* an unlock woke a waiter that has not run yet */
 #define LK_MUTEX_QUEUED_SHIFT	23
 #define LK_MUTEX_QUEUED_ONE	(1u << LK_MUTEX_QUEUED_SHIFT)	/* one parked thread */
 #define LK_MUTEX_QUEUED_MASK	(0x1ffu << LK_MUTEX_QUEUED_SHIFT)	/* bits 23-31 */
@@ -146,7 +148,7 @@ int lk_mutex_destroy(lk_mutex_t *m);
 /* Out of line slow paths; not for direct use. */
 void lk_mutex_lock_slow(lk_mutex_t *m);
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v);
-/* For lk_cond: acquire m after being unparked from m's queue with `token` (handoff, spinner, plain). */
+/* For lk_cond: acquire m after being unparked from m's queue with `token` (handoff, wake: clear WOKEN first, plain). */
 void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token);
 
 /*
