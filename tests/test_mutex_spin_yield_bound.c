@@ -122,7 +122,7 @@ static int handoff_attempt(void)
 	if (!(word() & LK_MUTEX_OWED_MASK)) {		/* T's 8 ms timer has not fired yet */
 		atomic_store_explicit(&spinner_yields, 0, memory_order_relaxed);
 		atomic_store_explicit(&jump_ns, 9000000, memory_order_relaxed);
-		CHECK_EQ(lk_mutex_unlock(&m), 0);	/* UW: wakes T, gives it S */
+		CHECK_EQ(lk_mutex_unlock(&m), 0);	/* UW: wakes T (W); T claims S when it runs */
 		lk_mutex_lock(&m);			/* barges before T runs (or waits if T won) */
 		/* acquire: pairs with T's release store of spinner_done */
 		while (!(word() & LK_MUTEX_OWED_MASK) && !atomic_load_explicit(&spinner_done, memory_order_acquire))
