@@ -28,8 +28,8 @@
  * owed, an unlock wakes nobody either - the woken thread will look at the word when it runs - but,
  * unlike S before issue 11 gave W its own bit, W keeps no running thread from spinning: a woken
  * waiter takes tens of µs to run where threads outnumber CPUs, and newcomers that met the held lock
- * in that time all parked, leaving CPUs idle (docs/results/mutex-wakebit-2core/). PARKED waiters sleep in the parking
- * lot, queued on &m->word. A waiter that first parks (in this lock call) when the word says q
+ * in that time all parked, leaving CPUs idle (docs/results/mutex-wakebit-2core/). PARKED waiters
+ * sleep in the parking lot, queued on &m->word. A waiter that first parks (in this lock call) when the word says q
  * threads are queued sets its HANDOFF DEADLINE to first park + (q + 1) * h (h = the policy's
  * handoff_ns, read then) and sleeps until it at the latest. If the lock is held when the deadline
  * passes, the waiter becomes OWED: counted in H, park token PARK_OWED, still queued in place, no
@@ -55,8 +55,7 @@
  * differs belong to an ancestor and are STALE (a W too: its woken thread is the parent's): every
  * slow-path transition below first drops them (fresh(v): P, S, W, G, H and Q cleared), in the same
  * CAS, and sets G to the current generation when the result has P, S, W, H or Q, 0 otherwise
- * (retag()). A waiter always runs its loop's first step,
- * N, before it parks, so no thread of the child ever sleeps behind a stale S, and a P it sets (PP,
+ * (retag()). A waiter always runs its loop's first step, N, before it parks, so no thread of the child ever sleeps behind a stale S, and a P it sets (PP,
  * CP) is tagged with the child's generation. The handler is registered by a constructor of
  * priority 101, like the parking lot's reset: in a statically linked program too, both run before
  * any child handler the program registers from main() or a default-priority constructor, so such a
@@ -785,7 +784,8 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			/*
 			 * WC: W is ours to clear, now that we run; from here on an unlock that finds
 			 * threads parked and nobody spinning wakes one again. relaxed: a role bit, no
-			 * data. (W may be clear already: an ancestor's, dropped after a fork.)
+			 * data. (Invariant 9 says W is set; the check only keeps a word that says
+			 * otherwise from looping here.)
 			 */
 			woken = false;
 			LK_TEST_HOOK("mutex.woken", m);	/* test builds only: woken, W not cleared yet */
@@ -1011,8 +1011,7 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 			token = TOKEN_HANDOFF;
 		} else {
 			/* UW: release; W for the woken thread unless one is already in flight (invariant 2) */
-			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) |
-				   (fv & W ? 0 : W));
+			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) | W);
 			token = fv & W ? LK_TOKEN_NORMAL : TOKEN_WAKE;
 		}
 		/*

@@ -23,7 +23,8 @@
  * Lock is one atomic RMW (fetch_or LOCKED) when the mutex is free, whether or not waiters are
  * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps the other bits when they are set), and
  * calls out of line only when threads are parked and either no spinner is awake and no woken waiter
- * on its way to take the lock, or a waiter is owed it. Both are inline below; neither reads a clock or writes anything but the word.
+ * is on its way to take the lock, or a waiter is owed it. Both are inline below; neither reads a
+ * clock or writes anything but the word.
  * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
  * whose header comment has every transition, the invariants and the proof of the bound.
  *
@@ -148,7 +149,10 @@ int lk_mutex_destroy(lk_mutex_t *m);
 /* Out of line slow paths; not for direct use. */
 void lk_mutex_lock_slow(lk_mutex_t *m);
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v);
-/* For lk_cond: acquire m after being unparked from m's queue with `token` (handoff, wake: clear WOKEN first, plain). */
+/*
+ * For lk_cond: acquire m after being unparked from m's queue with `token` (handoff; wake: clear
+ * WOKEN first; plain).
+ */
 void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token);
 
 /*
@@ -210,10 +214,12 @@ static inline int lk_mutex_unlock(lk_mutex_t *m)
 								     memory_order_relaxed), 1))
 		return 0;
 	/*
-	 * the slow path only when threads are parked and either no awake spinner will take the lock
-	 * or a waiter is owed a handoff (then it must get the lock, not the spinner)
+	 * the slow path only when threads are parked and either nobody awake will take the lock (no
+	 * spinner, no woken waiter on its way) or a waiter is owed a handoff (then it must get the
+	 * lock, not the spinner)
 	 */
-	while (!((v & LK_MUTEX_PARKED) && (!(v & (LK_MUTEX_SPINNING | LK_MUTEX_WOKEN)) || (v & LK_MUTEX_OWED_MASK)))) {
+	while (!((v & LK_MUTEX_PARKED) &&
+		 (!(v & (LK_MUTEX_SPINNING | LK_MUTEX_WOKEN)) || (v & LK_MUTEX_OWED_MASK)))) {
 		if (!(v & LK_MUTEX_LOCKED))
 			return EPERM;
 		/* release: as above */

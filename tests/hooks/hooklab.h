@@ -10,8 +10,12 @@
 #error "tests/hooks/ is built only by the hooks build (cmake -DLOCKLAB_TEST_HOOKS=ON)"
 #endif
 
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_hooks.h"
 #include "lktest.h"
@@ -68,6 +72,23 @@ static inline void hk_install(void (*fn)(const char *point, void *arg))
 static inline int hk_is(const char *point, const char *name)
 {
 	return strcmp(point, name) == 0;
+}
+
+/*
+ * Wait (yielding) until cond() holds. After 10 s, fail at once with `what` in the message, instead of
+ * hanging until the watchdog fires: the threads involved are stuck, so nothing is joined.
+ */
+static inline void hk_wait(bool (*cond)(void), const char *what)
+{
+	uint64_t end = lkt_now_ns(CLOCK_MONOTONIC) + 10000000000ull;
+
+	while (!cond()) {
+		if (lkt_now_ns(CLOCK_MONOTONIC) >= end) {
+			fprintf(stderr, "FAILED: %s did not happen within 10 s\n", what);
+			_exit(1);
+		}
+		sched_yield();
+	}
 }
 
 #endif /* LOCKLAB_HOOKLAB_H */

@@ -21,8 +21,6 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "hooklab.h"
 #include "locklab/mutex.h"
@@ -71,22 +69,6 @@ static void *contender(void *arg)
 	return NULL;
 }
 
-/* Wait (yielding) until cond() holds; fail with `what` after 10 s rather than hang to the watchdog. */
-static void wait_for(bool (*cond)(void), const char *what)
-{
-	struct timespec dl = lkt_deadline_in(CLOCK_MONOTONIC, 10000000000ll);
-	struct timespec now;
-
-	while (!cond()) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec)) {
-			fprintf(stderr, "test_hook_mutex_woken: FAILED: %s did not happen within 10 s\n", what);
-			_exit(1);	/* the threads involved are stuck: do not wait for them */
-		}
-		sched_yield();
-	}
-}
-
 static bool t_is_held(void) { return atomic_load(&t_held); }
 static bool n_decided(void) { return atomic_load(&n_spun) || atomic_load(&n_parked); }
 static bool t_and_x_done(void) { return atomic_load(&got[ROLE_T]) && atomic_load(&got[ROLE_X]); }
@@ -118,7 +100,7 @@ int main(void)
 		sched_yield();
 
 	CHECK_EQ(lk_mutex_unlock(&m), 0);			/* 2: wakes T (the head) */
-	wait_for(t_is_held, "the woken thread reaching mutex.woken (woken with TOKEN_WAKE)");
+	hk_wait(t_is_held, "the woken thread reaching mutex.woken (woken with TOKEN_WAKE)");
 	CHECK_EQ(queued(), 1);					/* X */
 	CHECK(word() & LK_MUTEX_WOKEN);
 	CHECK(!(word() & LK_MUTEX_SPINNING));			/* the woken thread got no S */
@@ -126,7 +108,7 @@ int main(void)
 	lk_mutex_lock(&m);					/* 3 */
 	set_spin(LK_MUTEX_SPIN_MAX_NS_LIMIT);
 	CHECK_EQ(pthread_create(&n, NULL, contender, (void *)(intptr_t)ROLE_N), 0);
-	wait_for(n_decided, "the newcomer spinning or parking");
+	hk_wait(n_decided, "the newcomer spinning or parking");
 	if (atomic_load(&n_parked))
 		fprintf(stderr, "a newcomer parked while the woken thread was on its way (W set)\n");
 	CHECK_EQ(atomic_load(&n_parked), 0);
@@ -144,7 +126,7 @@ int main(void)
 	CHECK_EQ(atomic_load(&got[ROLE_X]), 0);
 
 	atomic_store(&t_release, 1);				/* 5 */
-	wait_for(t_and_x_done, "T and then X (woken by T's unlock) taking the lock");
+	hk_wait(t_and_x_done, "T and then X (woken by T's unlock) taking the lock");
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(pthread_join(x, NULL), 0);
 	CHECK_EQ(atomic_load(&got[ROLE_T]), 1);
