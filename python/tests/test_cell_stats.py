@@ -1,0 +1,64 @@
+"""scripts/cell-stats: the per-cell medians the results docs quote (throughput, Jain, p99, p99.9,
+utilisation, parks per op). It must compute each median over the runs of the cell and lock only,
+read results files and driver-run-per-line files, and refuse bad input with exit 2."""
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CS = ROOT / "scripts" / "cell-stats"
+AB1A = ROOT / "docs" / "results" / "mutex-wakebit-2core" / "ab1a.json"
+
+
+def cs(*args):
+    return subprocess.run([sys.executable, str(CS), *args], capture_output=True, text=True)
+
+
+def rec(lock, threads, ops, jain, user, parks=None):
+    res = {"ops_per_sec": ops, "fairness_jain": jain, "cpu_user_s": user, "cpu_sys_s": 0.0,
+           "elapsed_s": 1.0, "latency": {"p99_ns": ops / 10, "p999_ns": ops / 5}}
+    if parks is not None:
+        res["lock_stats"] = {"per_op": {"mutex_park": parks}}
+    return {"lock": lock, "params": {"threads": threads, "cs-ns": 100, "parallel-ratio": 10},
+            "machine": {"online_cpus": 2}, "result": res}
+
+
+def line(out, lock):
+    return next(l for l in out.splitlines() if l.split()[:1] == [lock])
+
+
+def test_medians_per_cell_and_lock_from_run_lines(tmp_path):
+    f = tmp_path / "d.jsonl"
+    recs = [rec("a", 8, 1e6, 0.5, 1.0, 1e-3), rec("a", 8, 3e6, 0.9, 2.0, 3e-3), rec("a", 8, 2e6, 0.7, 1.5, 2e-3),
+            rec("b", 8, 9e6, 0.1, 0.2), rec("a", 16, 7e6, 0.2, 0.1)]
+    f.write_text("noise line from the driver\n" + "\n".join(json.dumps(r) for r in recs) + "\n")
+    r = cs("--cells", "8/100/10", str(f))
+    assert r.returncode == 0, r.stderr
+    a = line(r.stdout, "a")
+    # medians of the three 8-thread runs of "a" only: 2M ops/s, Jain 0.7, p99 200000 ns, util 1.5/2
+    assert "2.000M" in a and "jain 0.70" in a and "200,000 ns" in a and "util 0.75" in a, a
+    assert "parks/op 2.0e-03" in a and "(n=3)" in a, a
+    assert "parks/op" not in line(r.stdout, "b") and "16/100/10" not in r.stdout
+
+
+def test_reads_a_results_file_and_filters_locks():
+    r = cs("--cells", "8/100/10", "--locks", "rust_std", str(AB1A))
+    assert r.returncode == 0, r.stderr
+    runs = [x["result"] for x in json.loads(AB1A.read_text())["runs"]
+            if x["lock"] == "rust_std" and x["params"]["threads"] == 8 and x["params"]["parallel-ratio"] == 10]
+    med = statistics.median(x["ops_per_sec"] for x in runs) / 1e6
+    out = line(r.stdout, "rust_std")
+    assert f"{med:.3f}M" in out and f"(n={len(runs)})" in out, out
+    assert "lk_mutex_v_base" not in r.stdout
+
+
+def test_bad_input_exits_2(tmp_path):
+    r = cs("--cells", "8/x/1", str(AB1A))
+    assert r.returncode == 2 and "--cells" in r.stderr and "Traceback" not in r.stderr
+    r = cs(str(tmp_path / "missing.json"))
+    assert r.returncode == 2 and "missing.json" in r.stderr and "Traceback" not in r.stderr
+    r = cs("--locks", "no_such_lock", str(AB1A))
+    assert r.returncode == 2 and "no successful run" in r.stderr
