@@ -27,6 +27,20 @@ static void *mutex_waiter(void *arg)
 	return NULL;
 }
 
+/* Hold m, let a waiter queue on it, unlock (waking or handing over to it), join it. */
+static void unlock_to_a_parked_waiter(void)
+{
+	unsigned long q0 = hk_count("park.queued");
+	pthread_t th;
+
+	lk_mutex_lock(&m);
+	CHECK_EQ(pthread_create(&th, NULL, mutex_waiter, NULL), 0);
+	while (hk_count("park.queued") == q0)	/* the waiter is queued on the mutex */
+		sched_yield();
+	lk_mutex_unlock(&m);
+	pthread_join(th, NULL);
+}
+
 static void *qs_waiter(void *arg)
 {
 	(void)arg;
@@ -69,16 +83,8 @@ int main(void)
 	p.spin_min_ns = p.spin_max_ns = 0;
 	p.handoff_ns = 0;
 	CHECK_EQ(lk_mutex_set_policy(&p), 0);
-	for (int round = 0; round < 1000 && !hk_count("mutex.handoff"); round++) {
-		unsigned long q0 = hk_count("park.queued");
-
-		lk_mutex_lock(&m);
-		CHECK_EQ(pthread_create(&th[0], NULL, mutex_waiter, NULL), 0);
-		while (hk_count("park.queued") == q0)	/* the waiter is queued on the mutex */
-			sched_yield();
-		lk_mutex_unlock(&m);
-		pthread_join(th[0], NULL);
-	}
+	for (int round = 0; round < 1000 && !hk_count("mutex.handoff"); round++)
+		unlock_to_a_parked_waiter();
 	CHECK(hk_count("mutex.park") >= 1);
 	CHECK(hk_count("mutex.unlock_slow") >= 1);
 	CHECK(hk_count("mutex.handoff") >= 1);
@@ -90,16 +96,8 @@ int main(void)
 	p.spin_min_ns = p.spin_max_ns = 0;
 	p.handoff_ns = LK_MUTEX_HANDOFF_NS_LIMIT;
 	CHECK_EQ(lk_mutex_set_policy(&p), 0);
-	for (int round = 0; round < 1000 && !hk_count("mutex.woken"); round++) {
-		unsigned long q0 = hk_count("park.queued");
-
-		lk_mutex_lock(&m);
-		CHECK_EQ(pthread_create(&th[0], NULL, mutex_waiter, NULL), 0);
-		while (hk_count("park.queued") == q0)
-			sched_yield();
-		lk_mutex_unlock(&m);
-		pthread_join(th[0], NULL);
-	}
+	for (int round = 0; round < 1000 && !hk_count("mutex.woken"); round++)
+		unlock_to_a_parked_waiter();
 	CHECK(hk_count("mutex.woken") >= 1);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
