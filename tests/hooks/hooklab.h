@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "locklab/mutex.h"
 #include "test_hooks.h"
 #include "lktest.h"
 
@@ -72,6 +73,28 @@ static inline void hk_install(void (*fn)(const char *point, void *arg))
 static inline int hk_is(const char *point, const char *name)
 {
 	return strcmp(point, name) == 0;
+}
+
+/* The mutex's word and its QUEUED count, for watching its bookkeeping (relaxed: no data rides on it). */
+static inline uint32_t hk_word(lk_mutex_t *m)
+{
+	return atomic_load_explicit(&m->word, memory_order_relaxed);
+}
+
+static inline uint32_t hk_queued(lk_mutex_t *m)
+{
+	return (hk_word(m) & LK_MUTEX_QUEUED_MASK) >> LK_MUTEX_QUEUED_SHIFT;
+}
+
+/* The mutex policy with spin_min_ns = spin_max_ns = spin_ns and the given handoff_ns. */
+static inline void hk_mutex_policy(uint32_t spin_ns, uint64_t handoff_ns)
+{
+	struct lk_mutex_policy p;
+
+	CHECK_EQ(lk_mutex_get_policy(&p), 0);
+	p.spin_min_ns = p.spin_max_ns = spin_ns;
+	p.handoff_ns = handoff_ns;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
 }
 
 /*

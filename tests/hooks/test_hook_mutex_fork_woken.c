@@ -33,15 +33,8 @@ static __thread int role = ROLE_NONE;
 static _Atomic int t_held, t_release, c_parked;
 static _Atomic int got[4];
 
-static uint32_t word(void)
-{
-	return atomic_load_explicit(&m.word, memory_order_relaxed);	/* relaxed: observing bits */
-}
-
-static uint32_t queued(void)
-{
-	return (word() & LK_MUTEX_QUEUED_MASK) >> LK_MUTEX_QUEUED_SHIFT;
-}
+static uint32_t word(void) { return hk_word(&m); }
+static uint32_t queued(void) { return hk_queued(&m); }
 
 static void on_hook(const char *point, void *arg)
 {
@@ -140,14 +133,9 @@ static void scenario(bool held)
 
 int main(void)
 {
-	struct lk_mutex_policy p;
-
 	lkt_watchdog(120);
 	hk_install(on_hook);
-	CHECK_EQ(lk_mutex_get_policy(&p), 0);
-	p.spin_min_ns = p.spin_max_ns = 0;
-	p.handoff_ns = LK_MUTEX_HANDOFF_NS_LIMIT;
-	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	hk_mutex_policy(0, LK_MUTEX_HANDOFF_NS_LIMIT);
 
 	scenario(false);
 	scenario(true);

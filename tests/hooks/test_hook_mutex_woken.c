@@ -33,15 +33,8 @@ static _Atomic int t_held, t_release;
 static _Atomic int n_spun, n_parked, n_done;
 static _Atomic int got[4];
 
-static uint32_t word(void)
-{
-	return atomic_load_explicit(&m.word, memory_order_relaxed);	/* relaxed: observing bits */
-}
-
-static uint32_t queued(void)
-{
-	return (word() & LK_MUTEX_QUEUED_MASK) >> LK_MUTEX_QUEUED_SHIFT;
-}
+static uint32_t word(void) { return hk_word(&m); }
+static uint32_t queued(void) { return hk_queued(&m); }
 
 static void on_hook(const char *point, void *arg)
 {
@@ -73,23 +66,13 @@ static bool t_is_held(void) { return atomic_load(&t_held); }
 static bool n_decided(void) { return atomic_load(&n_spun) || atomic_load(&n_parked); }
 static bool t_and_x_done(void) { return atomic_load(&got[ROLE_T]) && atomic_load(&got[ROLE_X]); }
 
-static void set_spin(uint32_t ns)
-{
-	struct lk_mutex_policy p;
-
-	CHECK_EQ(lk_mutex_get_policy(&p), 0);
-	p.spin_min_ns = p.spin_max_ns = ns;
-	p.handoff_ns = LK_MUTEX_HANDOFF_NS_LIMIT;
-	CHECK_EQ(lk_mutex_set_policy(&p), 0);
-}
-
 int main(void)
 {
 	pthread_t t, x, n;
 
 	lkt_watchdog(120);
 	hk_install(on_hook);
-	set_spin(0);
+	hk_mutex_policy(0, LK_MUTEX_HANDOFF_NS_LIMIT);
 
 	lk_mutex_lock(&m);					/* 1 */
 	CHECK_EQ(pthread_create(&t, NULL, contender, (void *)(intptr_t)ROLE_T), 0);
@@ -106,7 +89,7 @@ int main(void)
 	CHECK(!(word() & LK_MUTEX_SPINNING));			/* the woken thread got no S */
 
 	lk_mutex_lock(&m);					/* 3 */
-	set_spin(LK_MUTEX_SPIN_MAX_NS_LIMIT);
+	hk_mutex_policy(LK_MUTEX_SPIN_MAX_NS_LIMIT, LK_MUTEX_HANDOFF_NS_LIMIT);
 	CHECK_EQ(pthread_create(&n, NULL, contender, (void *)(intptr_t)ROLE_N), 0);
 	hk_wait(n_decided, "the newcomer spinning or parking");
 	if (atomic_load(&n_parked))
