@@ -463,8 +463,9 @@ static void grow(size_t want)
 			atomic_store_explicit(&ob->waiters, LKP_POISON, memory_order_relaxed);
 		}
 		t->retired_next = atomic_load_explicit(&retired, memory_order_relaxed);
-		/* relaxed: growers are serialised (they hold every bucket of the table they replace) */
-		atomic_store_explicit(&retired, t, memory_order_relaxed);
+		/* release: pairs with the acquire in atfork_child(), which follows t->retired_next
+		 * (growers themselves are serialised: they hold every bucket of the table they replace) */
+		atomic_store_explicit(&retired, t, memory_order_release);
 		atomic_fetch_add_explicit(&retired_total, table_bytes_of(t->nbuckets), memory_order_relaxed);
 		/* release: pairs with the acquire in get_table(): the moved queues and counts */
 		atomic_store_explicit(&cur, nt, memory_order_release);
@@ -515,9 +516,15 @@ static inline struct thread_data *self(void)
 
 static void atfork_child(void)
 {
-	/* single-threaded now: relaxed everywhere, nothing to pair with */
-	struct table *t = atomic_load_explicit(&cur, memory_order_relaxed);
-	struct table *r = atomic_load_explicit(&retired, memory_order_relaxed), *next;
+	/*
+	 * Single-threaded now, but the tables may have been built by another thread of the parent an
+	 * instant before the fork, and fork() orders nothing between that thread and this one.
+	 * acquire (cur): pairs with the release publication in get_table_slow()/grow(): the header
+	 * and buckets we reset. acquire (retired): pairs with its release store in grow(): the
+	 * retired_next links we follow. Everything after is this thread's own: relaxed.
+	 */
+	struct table *t = atomic_load_explicit(&cur, memory_order_acquire);
+	struct table *r = atomic_load_explicit(&retired, memory_order_acquire), *next;
 
 	if (t) {
 		for (size_t i = 0; i < t->nbuckets; i++) {
