@@ -380,7 +380,7 @@ static void valid_names(char *buf, size_t len)
 }
 
 #if LAB_HAVE_ABSL
-void shim_absl_release_mode(void);
+void shim_absl_setup(void);
 #endif
 
 static bool state_fits_inline(const struct lab_lock_ops *o)
@@ -484,7 +484,7 @@ static int choose_lock(void)
 	ops = a->ops;
 #if LAB_HAVE_ABSL
 	if (strcmp(lock_name, "absl_mutex") == 0)
-		shim_absl_release_mode();	/* see preload/absl_mode.cc */
+		shim_absl_setup();	/* see preload/absl_mode.cc */
 #endif
 	ops_inline = state_fits_inline(ops);
 	ops_cancel = (ops->flags & LAB_LOCK_CANCEL_POINTS) != 0;

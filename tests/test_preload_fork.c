@@ -17,9 +17,17 @@
  * (POSIX: only what the forking thread held is the child's). Each child exits 0 when all counts are
  * exact; a hang ends in the child's watchdog (exit 1). Repeated ROUNDS times.
  *
- * ASan: its allocator can deadlock a child forked while another thread is inside malloc; that build
- * skips (as tests/test_park_fork.c). TSan: the child stays single-threaded (TSan refuses new threads
- * after a multi-threaded fork); it still unlocks and relocks M.
+ * Before the rounds (and before the contenders exist), one thread holds mutex E for 15 ms and others
+ * queue on it, the process's first queued waiters, while the main thread, which never waits on a
+ * lock in that phase, forks EARLY_FORKS children back to back. Each child takes a fresh mutex and
+ * has two new threads queue on it. This is the fork that lands while a lock's lazily initialised
+ * process-wide state is being built by another thread's first queued acquisition: absl measures the
+ * CPU frequency for ~3 ms under a call-once the first time a thread joins a non-empty queue, and a
+ * child forked inside that window inherited the call-once "running" forever; its first thread to
+ * join a queue hung (preload/absl_mode.cc; CI's stop-15 failure). Not under TSan: its children cannot start threads, and it sees no ordering
+ * between the parent's other threads and the child (fork is not a synchronisation point to it), so
+ * the parking lot's child handler, which empties the buckets those threads last wrote, reads to it as
+ * a race.
  */
 #define _GNU_SOURCE
 #define LKT_FORKS_WITH_THREADS	/* lktest.h: TSan options, CHILD_THREADS */
@@ -152,6 +160,91 @@ static void *child_contend(void *arg)
 	return NULL;
 }
 
+#define EARLY_FORKS 40
+
+static pthread_mutex_t E = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int e_held;
+
+static void *early_holder(void *arg)
+{
+	struct timespec d = { 0, 15 * 1000 * 1000 };
+
+	(void)arg;
+	pthread_mutex_lock(&E);
+	atomic_store(&e_held, 1);
+	nanosleep(&d, NULL);
+	pthread_mutex_unlock(&E);
+	return NULL;
+}
+
+static void *early_waiter(void *arg)
+{
+	pthread_mutex_t *m = arg;
+
+	CHECK_EQ(pthread_mutex_lock(m), 0);
+	CHECK_EQ(pthread_mutex_unlock(m), 0);
+	return NULL;
+}
+
+/* A child of the early forks: the first threads that queue on a lock in this process (two: absl
+ * reads the clock's frequency when a thread joins a non-empty queue). */
+static int early_child(void)
+{
+	pthread_mutex_t fm;
+	int nw = lkp_spins() ? 1 : 2;
+
+	lkt_watchdog(30);
+	CHECK_EQ(pthread_mutex_init(&fm, NULL), 0);
+	CHECK_EQ(pthread_mutex_lock(&fm), 0);
+	pthread_t t[2];
+	struct timespec d = { 0, 1000 * 1000 };
+	for (int i = 0; i < nw; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, early_waiter, &fm), 0);
+	nanosleep(&d, NULL);		/* long enough for them to stop spinning and queue */
+	CHECK_EQ(pthread_mutex_unlock(&fm), 0);
+	for (int i = 0; i < nw; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(pthread_mutex_destroy(&fm), 0);
+	_exit(lkt_failures ? 1 : 0);
+}
+
+static void early_forks(const char *lock)
+{
+	pid_t pids[EARLY_FORKS];
+	pthread_t h, w[3];
+	int nw = lkp_spins() ? 1 : 3;
+	struct timespec d = { 0, 250 * 1000 };
+
+	CHECK_EQ(pthread_create(&h, NULL, early_holder, NULL), 0);
+	while (!atomic_load(&e_held))
+		sched_yield();
+	for (int i = 0; i < nw; i++)
+		CHECK_EQ(pthread_create(&w[i], NULL, early_waiter, &E), 0);
+	for (int i = 0; i < EARLY_FORKS; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0)
+			early_child();
+		CHECK(pids[i] > 0);
+		nanosleep(&d, NULL);
+	}
+	pthread_join(h, NULL);
+	for (int i = 0; i < nw; i++)
+		pthread_join(w[i], NULL);
+	for (int i = 0; i < EARLY_FORKS; i++) {
+		int st = 0;
+		if (pids[i] <= 0)
+			continue;
+		while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "test_preload_fork [%s]: early fork %d: child %s %d\n", lock, i,
+				WIFEXITED(st) ? "exited with" : "killed by signal",
+				WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			lkt_failures++;
+		}
+	}
+}
+
 static int child(void)
 {
 	lkt_watchdog(30);
@@ -186,6 +279,8 @@ int main(int argc, char **argv)
 #endif
 	lkt_watchdog(240);
 	fprintf(stderr, "test_preload_fork: lock %s\n", lock);
+	if (CHILD_THREADS)
+		early_forks(lock);
 	int ncont = lkp_spins() ? 1 : 3;
 	pthread_t ct[3], pt, qt;
 
