@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// preload/absl_mode.cc - the shim's setup of Abseil (C cannot call absl's C++ API).
+// preload/absl_mode.cc - the shim's calls into Abseil (C cannot call absl's C++ API).
 //
 // Debian's libabsl is built with deadlock detection on (absl::OnDeadlockCycle::kAbort, the default of
 // a build without NDEBUG): every absl::Mutex operation records the lock in a per-thread held-locks
@@ -12,19 +12,34 @@
 // absl is not fork-safe while it builds its lazily initialised globals, and it registers no atfork
 // handlers. The one that bites is the cycle clock's frequency: the first time a thread joins a
 // non-empty absl::Mutex queue, absl reads it, and on x86 the first read measures the TSC for ~3 ms
-// (NominalCPUFrequency, under a LowLevelCallOnce). A fork during those 3 ms gives the child a
-// call-once that stays "running" forever: the child's first thread to join a non-empty queue
-// spins in SpinLockWait for good (tests/test_preload_fork.c's early forks hung every time). So the
-// shim reads the frequency here, at load, before the program can have a second thread. Left alone:
-// absl's per-thread identity is allocated on a thread's first queued wait under a short spinlock;
-// a fork inside that window (a few hundred ns, not ms) can still hang the child.
+// (NominalCPUFrequency, under a LowLevelCallOnce). A fork during those 3 ms gave the child a
+// call-once that stays "running" forever: the child's first thread to join a non-empty queue spun in
+// SpinLockWait for good (CI's failure of tests/test_preload_fork.c [absl_mutex]). So the shim's
+// atfork prepare handler reads the frequency first (shim_absl_prefork): it returns at once when the
+// measurement is done, waits for it when another thread is measuring, and measures when nobody has
+// yet - in every case the child inherits a finished call-once. Not at load: absl keeps its lazy
+// measurement, which tests/test_preload_nocancel.c relies on to open its cancellation window.
+// Cancellation is disabled around the read: the measurement sleeps (nanosleep), and a cancellation
+// acting there would leave the call-once "running" in the parent itself. Left alone: absl allocates a
+// thread's identity on its first queued wait under a short spinlock; a fork inside that window (a few
+// hundred ns, not ms) can still hang the child.
 //
 // Compiled only when cmake/peers.cmake found absl (LAB_HAVE_ABSL).
+#include <pthread.h>
+
 #include <absl/base/internal/cycleclock.h>
 #include <absl/synchronization/mutex.h>
 
-extern "C" void shim_absl_setup(void)
+extern "C" void shim_absl_release_mode(void)
 {
 	absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+extern "C" void shim_absl_prefork(void)
+{
+	int old;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	(void)absl::base_internal::CycleClock::Frequency();
+	pthread_setcancelstate(old, &old);
 }

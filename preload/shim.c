@@ -380,7 +380,9 @@ static void valid_names(char *buf, size_t len)
 }
 
 #if LAB_HAVE_ABSL
-void shim_absl_setup(void);
+void shim_absl_release_mode(void);
+void shim_absl_prefork(void);
+static bool absl_on;	/* LOCKLAB_LOCK=absl_mutex: atfork_prepare() calls shim_absl_prefork() */
 #endif
 
 static bool state_fits_inline(const struct lab_lock_ops *o)
@@ -483,8 +485,10 @@ static int choose_lock(void)
 	lock_name = a->name;
 	ops = a->ops;
 #if LAB_HAVE_ABSL
-	if (strcmp(lock_name, "absl_mutex") == 0)
-		shim_absl_setup();	/* see preload/absl_mode.cc */
+	if (strcmp(lock_name, "absl_mutex") == 0) {
+		shim_absl_release_mode();	/* see preload/absl_mode.cc */
+		absl_on = true;
+	}
 #endif
 	ops_inline = state_fits_inline(ops);
 	ops_cancel = (ops->flags & LAB_LOCK_CANCEL_POINTS) != 0;
@@ -1736,6 +1740,10 @@ static int old_cond_broadcast(cond_2_0_t *c)
 
 static void atfork_prepare(void)
 {
+#if LAB_HAVE_ABSL
+	if (absl_on)
+		shim_absl_prefork();	/* before our locks: finishes absl's lazy globals (absl_mode.cc) */
+#endif
 	slab_lock(&cond_slab);
 	slab_lock(&ool_slab);
 }

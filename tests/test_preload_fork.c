@@ -24,7 +24,8 @@
  * process-wide state is being built by another thread's first queued acquisition: absl measures the
  * CPU frequency for ~3 ms under a call-once the first time a thread joins a non-empty queue, and a
  * child forked inside that window inherited the call-once "running" forever; its first thread to
- * join a queue hung (preload/absl_mode.cc; CI's stop-15 failure). Not under TSan: its children cannot start threads, and it sees no ordering
+ * join a queue hung (CI's stop-15 failure; the shim's atfork prepare handler now finishes it first,
+ * preload/absl_mode.cc). Not under TSan: its children cannot start threads, and it sees no ordering
  * between the parent's other threads and the child (fork is not a synchronisation point to it), so
  * the parking lot's child handler, which empties the buckets those threads last wrote, reads to it as
  * a race.
