@@ -20,9 +20,13 @@
 // yet - in every case the child inherits a finished call-once. Not at load: absl keeps its lazy
 // measurement, which tests/test_preload_nocancel.c relies on to open its cancellation window.
 // Cancellation is disabled around the read: the measurement sleeps (nanosleep), and a cancellation
-// acting there would leave the call-once "running" in the parent itself. Left alone: absl allocates a
-// thread's identity on its first queued wait under a short spinlock; a fork inside that window (a few
-// hundred ns, not ms) can still hang the child.
+// acting there would leave the call-once "running" in the parent itself. Not on a thread that a signal
+// handler interrupted inside absl's lock (shim.c, in_blocking_lock): the measurement may be that
+// thread's own, and waiting for it would hang the parent (tests/test_preload_sigfork.c); such a child
+// may inherit a running call-once, as before. Left alone: absl allocates a thread's identity on its
+// first queued wait (LowLevelAlloc, which may mmap, under its arena spinlock) and frees it at thread
+// exit under its free-list spinlock; a fork inside those windows (up to µs, not ms) can still hang
+// the child.
 //
 // Compiled only when cmake/peers.cmake found absl (LAB_HAVE_ABSL).
 #include <pthread.h>

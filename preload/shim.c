@@ -139,6 +139,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -792,6 +793,15 @@ static inline int prim_trylock(pthread_mutex_t *m)
 	return ops->trylock(ops_state(m)) ? EBUSY : 0;
 }
 
+/*
+ * Set while this thread is inside a LAB_LOCK_CANCEL_POINTS lock's blocking lock (absl_mutex: where absl
+ * may be measuring the CPU frequency under its call-once). atfork_prepare() reads it: a fork from a
+ * signal handler that interrupted that lock must not wait for a measurement this very thread runs
+ * (tests/test_preload_sigfork.c). volatile sig_atomic_t: written here, read by a signal handler of the
+ * same thread.
+ */
+static __thread volatile sig_atomic_t in_blocking_lock __attribute__((tls_model("initial-exec")));
+
 /* A LAB_LOCK_CANCEL_POINTS lock's lock: trylock first (never a cancellation point), then the lock with
  * cancellation disabled. */
 static __attribute__((noinline)) void ops_lock_nocancel(void *st)
@@ -799,7 +809,9 @@ static __attribute__((noinline)) void ops_lock_nocancel(void *st)
 	if (ops->trylock(st) == 0)
 		return;
 	int old = cancel_off();
+	in_blocking_lock = 1;
 	ops->lock(st);
+	in_blocking_lock = 0;
 	cancel_restore(old);
 }
 
@@ -1741,8 +1753,10 @@ static int old_cond_broadcast(cond_2_0_t *c)
 static void atfork_prepare(void)
 {
 #if LAB_HAVE_ABSL
-	if (absl_on)
-		shim_absl_prefork();	/* before our locks: finishes absl's lazy globals (absl_mode.cc) */
+	/* before our locks: finishes absl's lazy globals (absl_mode.cc); not on a thread a signal
+	 * handler interrupted inside absl's lock, whose measurement may be the one we would wait for */
+	if (absl_on && !in_blocking_lock)
+		shim_absl_prefork();
 #endif
 	slab_lock(&cond_slab);
 	slab_lock(&ool_slab);

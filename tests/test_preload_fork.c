@@ -29,6 +29,10 @@
  * between the parent's other threads and the child (fork is not a synchronisation point to it), so
  * the parking lot's child handler, which empties the buckets those threads last wrote, reads to it as
  * a race.
+ *
+ * ASan: its allocator can deadlock a child forked while another thread is inside malloc; that build
+ * skips (as tests/test_park_fork.c). TSan: the child stays single-threaded (TSan refuses new threads
+ * after a multi-threaded fork); it still unlocks and relocks M.
  */
 #define _GNU_SOURCE
 #define LKT_FORKS_WITH_THREADS	/* lktest.h: TSan options, CHILD_THREADS */
