@@ -241,12 +241,41 @@ void *lab_alloc_aligned(size_t size)
 /* ------------------------------------------------------------------------------------------------ */
 /* Busy work                                                                                         */
 
+/*
+ * LOCKLAB_BUSY_NS_PER_ITER fixes the calibration instead of measuring it: `locklab bench` passes the
+ * first run's value to every later run of the same bench, so that every lock of a comparison does the
+ * same number of iterations for the same --cs-ns/--parallel-ns. Measured per process, the value is
+ * bimodal on a VM (0.27 or 0.41-0.51 ns here, docs/spinlocks.md), and at a few ns of work the
+ * iteration count, not the lock, decided the throughput.
+ */
+static bool busy_fixed;
+
+bool lab_busy_calibration_fixed(void)
+{
+	(void)lab_busy_ns_per_iter();
+	return busy_fixed;
+}
+
 double lab_busy_ns_per_iter(void)
 {
 	static double cached;
 
 	if (cached > 0)
 		return cached;
+	const char *env = getenv("LOCKLAB_BUSY_NS_PER_ITER");
+	if (env && *env) {
+		char *end;
+		double v = strtod(env, &end);
+
+		if (*end || !(v >= 0.01 && v <= 100)) {
+			fprintf(stderr, "locklab-bench: LOCKLAB_BUSY_NS_PER_ITER: expected the ns per busy-loop "
+					"iteration, a number in [0.01, 100], got '%s'\n", env);
+			exit(2);
+		}
+		busy_fixed = true;
+		cached = v;
+		return cached;
+	}
 	/*
 	 * Size a trial to about 100 us from a first guess, then keep the best of 21 trials: the minimum
 	 * is the loop without interference, and trials this short are likely to find a stretch in which

@@ -170,8 +170,9 @@ double lab_pause_ns(void);			/* calibrated cost of one lk_cpu_relax(), cached */
 /*
  * Calibrated busy work, for work given in nanoseconds (lockhammer's -c/-p): `iters` turns of a
  * one-cycle loop on a register (no memory traffic, no pause). lab_busy_ns_per_iter() is measured once
- * per process (best of 21 timed runs of about 100 us each, single-threaded) and cached;
- * lab_busy_iters(ns) rounds ns to whole turns.
+ * per process (best of 21 timed runs of about 100 us each, single-threaded) and cached, unless
+ * LOCKLAB_BUSY_NS_PER_ITER gives it (locklab bench passes its first run's value to the later runs:
+ * lab/common.c); lab_busy_iters(ns) rounds ns to whole turns.
  *
  * The loop is written in assembly and 16-byte aligned (as lockhammer's blackhole()): a compiled loop
  * lands wherever the surrounding code puts it, and one that straddles a fetch boundary runs at two
@@ -194,6 +195,7 @@ static inline void lab_busy(uint64_t iters)
 #endif
 }
 double lab_busy_ns_per_iter(void);
+bool lab_busy_calibration_fixed(void);	/* taken from LOCKLAB_BUSY_NS_PER_ITER, not measured */
 uint64_t lab_busy_iters(double ns);
 void *lab_alloc_aligned(size_t size);		/* zeroed, LAB_CACHELINE aligned; abort on OOM */
 

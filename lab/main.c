@@ -412,8 +412,12 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "describe") == 0)
 		return cmd_describe(argc, argv);
 	for (int i = 0; workloads[i]; i++)
-		if (strcmp(workloads[i]->name, argv[1]) == 0)
+		if (strcmp(workloads[i]->name, argv[1]) == 0) {
+			const char *busy = getenv("LOCKLAB_BUSY_NS_PER_ITER");
+			if (busy && *busy)
+				(void)lab_busy_ns_per_iter();	/* a bad value stops every workload (exit 2) */
 			return cmd_run(workloads[i], argc, argv);
+		}
 	fprintf(stderr, "locklab-bench: %s: expected a workload (", argv[1]);
 	for (int i = 0; workloads[i]; i++)
 		fprintf(stderr, "%s%s", i ? ", " : "", workloads[i]->name);

@@ -334,7 +334,9 @@ static void emit_work(struct lab_json *out, const struct mutex_shared *s, const 
 		lj_dbl(out, "busy_ns_per_iter", per_iter);
 		lj_dbl(out, "cs_busy_ns", (double)s->cs_iters * per_iter);
 		lj_dbl(out, "parallel_busy_ns", (double)s->par_iters * per_iter);
-		lj_str(out, "busy_calibration", "best of 21 single-threaded runs of about 100 us each, at start-up");
+		lj_str(out, "busy_calibration", lab_busy_calibration_fixed()
+			? "given by LOCKLAB_BUSY_NS_PER_ITER (locklab bench: its first run's calibration)"
+			: "best of 21 single-threaded runs of about 100 us each, at start-up");
 	} else {
 		lj_null(out, "busy_ns_per_iter");
 	}

@@ -143,3 +143,24 @@ def test_lock_stats_field_says_what_the_build_counts():
         assert "LOCKLAB_STATS" in ls["build"]
     # a lock that does not count has no such field
     assert "lock_stats" not in run_ok("mutex", "--lock", "futex3", *SHORT)
+
+
+def test_busy_calibration_given_by_the_environment(monkeypatch):
+    """LOCKLAB_BUSY_NS_PER_ITER replaces the start-up calibration (locklab bench shares one that
+    way); the iteration counts follow it, and the record says where the value came from."""
+    monkeypatch.setenv("LOCKLAB_BUSY_NS_PER_ITER", "0.5")
+    r = run_ok("spinlock", "--lock", "spin_ttas", "--threads", "1", "--cs-ns", "10",
+               "--parallel-ratio", "3", *SHORT)
+    w = r["work"]
+    assert w["busy_ns_per_iter"] == 0.5 and "LOCKLAB_BUSY_NS_PER_ITER" in w["busy_calibration"]
+    assert w["cs_busy_iters"] == 20 and w["parallel_busy_iters"] == 60
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "1e9", "0.5x"])
+def test_bad_busy_calibration_exits_2_with_one_line(monkeypatch, value):
+    monkeypatch.setenv("LOCKLAB_BUSY_NS_PER_ITER", value)
+    for args in (["mutex", "--lock", "futex3", "--cs-ns", "10"], ["mutex", "--lock", "futex3"]):
+        p = bench(*args, *SHORT)
+        assert p.returncode == 2 and p.stdout == "", (args, p.returncode, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "LOCKLAB_BUSY_NS_PER_ITER" in lines[0] and f"'{value}'" in lines[0]
