@@ -112,9 +112,10 @@ class Driver:
             raise DriverError(f"{self.path} {' '.join(args)}: expected schema {schema}, got {got!r}")
         return doc
 
-    def _exec(self, args):
+    def _exec(self, args, env=None):
         try:
-            res = subprocess.run([self.path, *args], capture_output=True, text=True)
+            res = subprocess.run([self.path, *args], capture_output=True, text=True,
+                                 env={**os.environ, **env} if env else None)
         except OSError as e:
             raise DriverError(f"cannot run {self.path}: {e.strerror}")
         if res.returncode in (130, -signal.SIGINT):
@@ -152,12 +153,14 @@ class Driver:
         self.algorithms()
         return self._list
 
-    def run(self, workload, args):
-        """One driver process: `locklab-bench WORKLOAD --name value ...`; returns the run record."""
+    def run(self, workload, args, env=None):
+        """One driver process: `locklab-bench WORKLOAD --name value ...`; returns the run record.
+        env: variables added to this process's environment for the driver (e.g. the shared
+        busy-loop calibration, runner.execute())."""
         argv = [workload]
         for k, v in args:
             argv += [f"--{k}", str(v)]
-        res = self._exec(argv)
+        res = self._exec(argv, env)
         lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
         if len(lines) != 1:
             raise DriverError(f"{self.path} {' '.join(argv)}: expected one line of JSON, "

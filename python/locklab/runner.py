@@ -185,6 +185,16 @@ class RunStopped(Exception):
         self.cause = cause
 
 
+BUSY_ENV = "LOCKLAB_BUSY_NS_PER_ITER"
+
+
+def busy_calibration(rec):
+    """The busy-loop calibration a run record reports (ns per iteration), or None."""
+    work = rec.get("result", {}).get("work")
+    v = work.get("busy_ns_per_iter") if isinstance(work, dict) else None
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.01 <= v <= 100 else None
+
+
 def execute(plan, driver, progress=True, console=None, partial=None, done=None):
     """Runs the schedule; returns [(repeat, cell index, lock, run record)] in schedule order.
 
@@ -195,6 +205,14 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
     done = done or {}
     out = []
     prog = None
+    # One busy-loop calibration for the whole bench: the first run measures it, every later run is
+    # given it (LOCKLAB_BUSY_NS_PER_ITER), so every lock does the same iterations for the same
+    # --cs-ns/--parallel-ns. Measured per process it varied 2x on a VM, and at a few ns of work the
+    # iteration count decided the throughput (docs/spinlocks.md). A value the user set is left alone.
+    calib = None
+    if not os.environ.get(BUSY_ENV):
+        for rec in (d[3] for _, d in sorted(done.items())):
+            calib = calib or busy_calibration(rec)
     if progress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -215,7 +233,11 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
                                               f"#{r + 1}/{plan.repeat}".replace("  ", " "))
             try:
                 before = hostload.sample()
-                rec = driver.run(plan.workload.name, plan.driver_args(ci, lock))
+                if calib:
+                    rec = driver.run(plan.workload.name, plan.driver_args(ci, lock),
+                                     env={BUSY_ENV: repr(calib)})
+                else:
+                    rec = driver.run(plan.workload.name, plan.driver_args(ci, lock))
                 after = hostload.sample()
                 if plan.workload.metric not in rec["result"]:
                     raise DriverError(f"run record of {plan.workload.name} lacks its metric "
@@ -223,6 +245,8 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
             except (DriverError, KeyboardInterrupt) as e:
                 raise RunStopped(out, e) from None
             rec["host"] = hostload.judge(before, after, rec)
+            if not calib and not os.environ.get(BUSY_ENV):
+                calib = busy_calibration(rec)
             if partial is not None:
                 partial.append(idx, r, ci, lock, rec)
             out.append((r, ci, lock, rec))

@@ -11,6 +11,10 @@ Environment:
                       the process group, as a terminal's Ctrl-C does)
     FAKE_BENCH_STOP_CHILD_ONLY  1: that run exits 130 without signalling the parent (the parent's
                       own SIGINT not handled yet when it sees the child's status: a race of real Ctrl-C)
+    FAKE_BENCH_BUSY   file: mutex runs report result.work.busy_ns_per_iter - LOCKLAB_BUSY_NS_PER_ITER
+                      when that is set, else a value that differs from run to run (as a real
+                      per-process calibration may) - and append what they got in
+                      LOCKLAB_BUSY_NS_PER_ITER ("-" for nothing) to the file, a line each
 """
 
 import json
@@ -152,6 +156,12 @@ def main():
                   "cpu_ns_per_op": 1e9 / v * 2 if v else None, "fairness_jain": 0.9,
                   "nvcsw": 10, "nivcsw": 3, "uncontended_pair_ns": 12.0 * jitter,
                   "latency": {"p99_ns": 100 * jitter}, "serial_fraction": 0.5}
+        busy_log = os.environ.get("FAKE_BENCH_BUSY")
+        if busy_log:
+            given = os.environ.get("LOCKLAB_BUSY_NS_PER_ITER")
+            with open(busy_log, "a") as f:
+                f.write((given or "-") + "\n")
+            result["work"] = {"busy_ns_per_iter": float(given) if given else 0.25 + 0.01 * count_runs()}
     else:
         v = (100.0 if typed["lock"] == "fast" else 300.0) * typed["waiters"] * jitter
         result = {"wake_ns": v}

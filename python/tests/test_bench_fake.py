@@ -269,3 +269,44 @@ def test_single_values_are_fixed_not_axes(fake_bench, run_cli, tmp_path):
     assert doc["fixed"]["threads"] == 2 and doc["fixed"]["seed"] == 5
     assert doc["cells"][0]["params"] == {} and doc["cells"][0]["comparisons"] == []
     assert fake_bench.runs()[0][1:] == ["--threads", "2", "--seed", "5", "--lock", "lk_mutex"]
+
+
+def test_one_busy_calibration_for_the_whole_bench(fake_bench, run_cli, monkeypatch, tmp_path):
+    """The first run measures the busy-loop calibration; every later run is given it, so every lock
+    does the same iterations for the same ns of work (the fake's own value differs run to run)."""
+    busy = tmp_path / "busy.log"
+    monkeypatch.setenv("FAKE_BENCH_BUSY", str(busy))
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 0, err
+    given = busy.read_text().splitlines()
+    assert len(given) == 24 and given[0] == "-"
+    first = results.load(tmp_path / "r.json")["runs"]
+    values = {r["result"]["work"]["busy_ns_per_iter"] for r in first}
+    assert len(values) == 1, values
+    assert given[1:] == [repr(values.pop())] * 23
+
+
+def test_a_busy_calibration_the_user_set_is_left_alone(fake_bench, run_cli, monkeypatch, tmp_path):
+    busy = tmp_path / "busy.log"
+    monkeypatch.setenv("FAKE_BENCH_BUSY", str(busy))
+    monkeypatch.setenv("LOCKLAB_BUSY_NS_PER_ITER", "0.4")
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 0, err
+    assert busy.read_text().splitlines() == ["0.4"] * 24
+
+
+def test_resume_keeps_the_first_runs_busy_calibration(fake_bench, run_cli, monkeypatch, tmp_path):
+    """A resumed bench gives its runs the calibration of the first run it kept, not a new one."""
+    busy = tmp_path / "busy.log"
+    monkeypatch.setenv("FAKE_BENCH_BUSY", str(busy))
+    monkeypatch.setenv("FAKE_BENCH_STOP", "5")
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 130
+    monkeypatch.delenv("FAKE_BENCH_STOP")
+    argv, rc, out, err = bench(run_cli, "--resume")
+    assert rc == 0, err
+    runs = results.load(tmp_path / "r.json")["runs"]
+    assert len(runs) == 24
+    assert len({r["result"]["work"]["busy_ns_per_iter"] for r in runs}) == 1
+    given = busy.read_text().splitlines()
+    assert given[0] == "-" and set(given[1:]) == {repr(runs[0]["result"]["work"]["busy_ns_per_iter"])}
