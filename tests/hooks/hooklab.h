@@ -10,6 +10,7 @@
 #error "tests/hooks/ is built only by the hooks build (cmake -DLOCKLAB_TEST_HOOKS=ON)"
 #endif
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -112,6 +113,59 @@ static inline void hk_wait(bool (*cond)(void), const char *what)
 		}
 		sched_yield();
 	}
+}
+
+/*
+ * A gate a hook holds a thread at: the hook calls hk_gate_hold(), which marks the gate held and
+ * yields until the test calls hk_gate_open(). hk_gate_reset() closes it again for the next round.
+ * seq_cst (the default) throughout: test-only handshakes, no cost worth reasoning about.
+ */
+struct hk_gate {
+	_Atomic int held, open;
+};
+
+static inline void hk_gate_hold(struct hk_gate *g)
+{
+	atomic_store(&g->held, 1);
+	while (!atomic_load(&g->open))
+		sched_yield();
+}
+
+static inline bool hk_gate_is_held(struct hk_gate *g) { return atomic_load(&g->held); }
+static inline void hk_gate_open(struct hk_gate *g) { atomic_store(&g->open, 1); }
+
+static inline void hk_gate_reset(struct hk_gate *g)
+{
+	atomic_store(&g->held, 0);
+	atomic_store(&g->open, 0);
+}
+
+/*
+ * Threads with roles, for tests whose hooks must tell their threads apart. hk_role is the calling
+ * thread's role (0, ROLE_NONE in the tests: main and threads without one); hk_got[r] is set once the
+ * thread of role r has taken the lock. hk_start_locker(&t, m, r) starts a thread that takes role r,
+ * locks m once, records it in hk_got and unlocks (the unlock must succeed).
+ */
+#define HK_ROLES 8
+static __thread int hk_role __attribute__((unused));
+static _Atomic int hk_got[HK_ROLES] __attribute__((unused));
+static struct hk_locker_arg { lk_mutex_t *m; int role; } hk_locker_args[HK_ROLES] __attribute__((unused));
+
+static inline void *hk_locker(void *arg)
+{
+	struct hk_locker_arg *a = arg;
+
+	hk_role = a->role;
+	lk_mutex_lock(a->m);
+	atomic_store(&hk_got[a->role], 1);
+	CHECK_EQ(lk_mutex_unlock(a->m), 0);
+	return NULL;
+}
+
+static inline void hk_start_locker(pthread_t *t, lk_mutex_t *m, int role)
+{
+	hk_locker_args[role] = (struct hk_locker_arg){ m, role };
+	CHECK_EQ(pthread_create(t, NULL, hk_locker, &hk_locker_args[role]), 0);
 }
 
 #endif /* LOCKLAB_HOOKLAB_H */

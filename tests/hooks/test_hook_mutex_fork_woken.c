@@ -29,9 +29,8 @@
 enum { ROLE_NONE, ROLE_T, ROLE_X, ROLE_C };
 
 static lk_mutex_t m = LK_MUTEX_INITIALIZER;
-static __thread int role = ROLE_NONE;
-static _Atomic int t_held, t_release, c_parked;
-static _Atomic int got[4];
+static struct hk_gate t_gate;	/* T held at mutex.woken */
+static _Atomic int c_parked;
 
 static uint32_t word(void) { return hk_word(&m); }
 static uint32_t queued(void) { return hk_queued(&m); }
@@ -40,30 +39,18 @@ static void on_hook(const char *point, void *arg)
 {
 	if (arg != &m)
 		return;
-	if (role == ROLE_C && hk_is(point, "mutex.park"))
+	if (hk_role == ROLE_C && hk_is(point, "mutex.park"))
 		atomic_store(&c_parked, 1);
-	if (role == ROLE_T && hk_is(point, "mutex.woken")) {
-		atomic_store(&t_held, 1);
-		while (!atomic_load(&t_release))
-			sched_yield();
-	}
-}
-
-static void *locker(void *arg)
-{
-	role = (int)(intptr_t)arg;
-	lk_mutex_lock(&m);
-	atomic_store(&got[role], 1);
-	CHECK_EQ(lk_mutex_unlock(&m), 0);
-	return NULL;
+	if (hk_role == ROLE_T && hk_is(point, "mutex.woken"))
+		hk_gate_hold(&t_gate);
 }
 
 static bool one_queued(void) { return queued() == 1; }
 static bool two_queued(void) { return queued() == 2; }
-static bool t_is_held(void) { return atomic_load(&t_held); }
+static bool t_is_held(void) { return hk_gate_is_held(&t_gate); }
 static bool c_is_parked(void) { return atomic_load(&c_parked) && queued() == 1; }
-static bool c_got(void) { return atomic_load(&got[ROLE_C]); }
-static bool t_and_x_got(void) { return atomic_load(&got[ROLE_T]) && atomic_load(&got[ROLE_X]); }
+static bool c_got(void) { return atomic_load(&hk_got[ROLE_C]); }
+static bool t_and_x_got(void) { return atomic_load(&hk_got[ROLE_T]) && atomic_load(&hk_got[ROLE_X]); }
 
 static int child(bool held)
 {
@@ -77,8 +64,8 @@ static int child(bool held)
 
 		lk_mutex_lock(&m);
 		atomic_store(&c_parked, 0);
-		atomic_store(&got[ROLE_C], 0);
-		CHECK_EQ(pthread_create(&c, NULL, locker, (void *)(intptr_t)ROLE_C), 0);
+		atomic_store(&hk_got[ROLE_C], 0);
+		hk_start_locker(&c, &m, ROLE_C);
 		hk_wait(c_is_parked, "the child's thread parking");
 		CHECK_EQ(lk_mutex_unlock(&m), 0);
 		hk_wait(c_got, "the child's unlock waking its parked thread (a stale W suppressed the wake?)");
@@ -94,15 +81,14 @@ static void scenario(bool held)
 	pthread_t t, x;
 	int status;
 
-	atomic_store(&t_held, 0);
-	atomic_store(&t_release, 0);
-	atomic_store(&got[ROLE_T], 0);
-	atomic_store(&got[ROLE_X], 0);
+	hk_gate_reset(&t_gate);
+	atomic_store(&hk_got[ROLE_T], 0);
+	atomic_store(&hk_got[ROLE_X], 0);
 
 	lk_mutex_lock(&m);
-	CHECK_EQ(pthread_create(&t, NULL, locker, (void *)(intptr_t)ROLE_T), 0);
+	hk_start_locker(&t, &m, ROLE_T);
 	hk_wait(one_queued, "T parking");
-	CHECK_EQ(pthread_create(&x, NULL, locker, (void *)(intptr_t)ROLE_X), 0);
+	hk_start_locker(&x, &m, ROLE_X);
 	hk_wait(two_queued, "X parking");
 	CHECK_EQ(lk_mutex_unlock(&m), 0);	/* UW: wakes T, sets W */
 	hk_wait(t_is_held, "T reaching mutex.woken");
@@ -123,7 +109,7 @@ static void scenario(bool held)
 
 	if (held)
 		CHECK_EQ(lk_mutex_unlock(&m), 0);
-	atomic_store(&t_release, 1);
+	hk_gate_open(&t_gate);
 	hk_wait(t_and_x_got, "T and X taking the lock in the parent");
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(pthread_join(x, NULL), 0);

@@ -28,10 +28,8 @@
 enum { ROLE_NONE, ROLE_T, ROLE_X, ROLE_N };
 
 static lk_mutex_t m = LK_MUTEX_INITIALIZER;
-static __thread int role = ROLE_NONE;
-static _Atomic int t_held, t_release;
-static _Atomic int n_spun, n_parked, n_done;
-static _Atomic int got[4];
+static struct hk_gate t_gate;	/* T held at mutex.woken */
+static _Atomic int n_spun, n_parked;
 
 static uint32_t word(void) { return hk_word(&m); }
 static uint32_t queued(void) { return hk_queued(&m); }
@@ -40,31 +38,17 @@ static void on_hook(const char *point, void *arg)
 {
 	if (arg != &m)
 		return;
-	if (role == ROLE_N && hk_is(point, "mutex.spin"))
+	if (hk_role == ROLE_N && hk_is(point, "mutex.spin"))
 		atomic_store(&n_spun, 1);
-	if (role == ROLE_N && hk_is(point, "mutex.park"))
+	if (hk_role == ROLE_N && hk_is(point, "mutex.park"))
 		atomic_store(&n_parked, 1);
-	if (role == ROLE_T && hk_is(point, "mutex.woken")) {
-		atomic_store(&t_held, 1);
-		while (!atomic_load(&t_release))
-			sched_yield();
-	}
+	if (hk_role == ROLE_T && hk_is(point, "mutex.woken"))
+		hk_gate_hold(&t_gate);
 }
 
-static void *contender(void *arg)
-{
-	role = (int)(intptr_t)arg;
-	lk_mutex_lock(&m);
-	atomic_store(&got[role], 1);
-	CHECK_EQ(lk_mutex_unlock(&m), 0);
-	if (role == ROLE_N)
-		atomic_store(&n_done, 1);
-	return NULL;
-}
-
-static bool t_is_held(void) { return atomic_load(&t_held); }
+static bool t_is_held(void) { return hk_gate_is_held(&t_gate); }
 static bool n_decided(void) { return atomic_load(&n_spun) || atomic_load(&n_parked); }
-static bool t_and_x_done(void) { return atomic_load(&got[ROLE_T]) && atomic_load(&got[ROLE_X]); }
+static bool t_and_x_done(void) { return atomic_load(&hk_got[ROLE_T]) && atomic_load(&hk_got[ROLE_X]); }
 
 int main(void)
 {
@@ -75,10 +59,10 @@ int main(void)
 	hk_mutex_policy(0, LK_MUTEX_HANDOFF_NS_LIMIT);
 
 	lk_mutex_lock(&m);					/* 1 */
-	CHECK_EQ(pthread_create(&t, NULL, contender, (void *)(intptr_t)ROLE_T), 0);
+	hk_start_locker(&t, &m, ROLE_T);
 	while (queued() != 1)
 		sched_yield();
-	CHECK_EQ(pthread_create(&x, NULL, contender, (void *)(intptr_t)ROLE_X), 0);
+	hk_start_locker(&x, &m, ROLE_X);
 	while (queued() != 2)
 		sched_yield();
 
@@ -90,7 +74,7 @@ int main(void)
 
 	lk_mutex_lock(&m);					/* 3 */
 	hk_mutex_policy(LK_MUTEX_SPIN_MAX_NS_LIMIT, LK_MUTEX_HANDOFF_NS_LIMIT);
-	CHECK_EQ(pthread_create(&n, NULL, contender, (void *)(intptr_t)ROLE_N), 0);
+	hk_start_locker(&n, &m, ROLE_N);
 	hk_wait(n_decided, "the newcomer spinning or parking");
 	if (atomic_load(&n_parked))
 		fprintf(stderr, "a newcomer parked while the woken thread was on its way (W set)\n");
@@ -99,21 +83,19 @@ int main(void)
 	unsigned long slow0 = hk_count("mutex.unlock_slow");
 
 	CHECK_EQ(lk_mutex_unlock(&m), 0);			/* 4: S set: no wake; N takes it */
-	while (!atomic_load(&n_done))
-		sched_yield();
 	CHECK_EQ(pthread_join(n, NULL), 0);
 	CHECK_EQ(atomic_load(&n_parked), 0);
 	CHECK_EQ(hk_count("mutex.unlock_slow"), slow0);	/* neither unlock woke anybody */
 	CHECK_EQ(queued(), 1);					/* X still parked */
 	CHECK(word() & LK_MUTEX_WOKEN);				/* T still on its way */
-	CHECK_EQ(atomic_load(&got[ROLE_X]), 0);
+	CHECK_EQ(atomic_load(&hk_got[ROLE_X]), 0);
 
-	atomic_store(&t_release, 1);				/* 5 */
+	hk_gate_open(&t_gate);				/* 5 */
 	hk_wait(t_and_x_done, "T and then X (woken by T's unlock) taking the lock");
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(pthread_join(x, NULL), 0);
-	CHECK_EQ(atomic_load(&got[ROLE_T]), 1);
-	CHECK_EQ(atomic_load(&got[ROLE_X]), 1);
+	CHECK_EQ(atomic_load(&hk_got[ROLE_T]), 1);
+	CHECK_EQ(atomic_load(&hk_got[ROLE_X]), 1);
 	CHECK_EQ(hk_count("mutex.unlock_slow"), slow0 + 1);	/* T's unlock woke X */
 	CHECK_EQ(word(), 0);
 	CHECK_EQ(lk_mutex_destroy(&m), 0);
