@@ -29,12 +29,12 @@
  * unlike S before issue 11 gave W its own bit, W keeps no running thread from spinning: a woken
  * waiter takes tens of µs to run where threads outnumber CPUs, and newcomers that met the held lock
  * in that time all parked, leaving CPUs idle (docs/results/mutex-wakebit-2core/). PARKED waiters
- * sleep in the parking lot, queued on &m->word. A waiter that first parks (in this lock call) when the word says q
- * threads are queued sets its HANDOFF DEADLINE to first park + (q + 1) * h (h = the policy's
- * handoff_ns, read then) and sleeps until it at the latest. If the lock is held when the deadline
- * passes, the waiter becomes OWED: counted in H, park token PARK_OWED, still queued in place, no
- * deadline of its own any more (only the caller's). While H > 0 every unlock goes out of line and
- * hands the lock, never released in between, to the first owed waiter in queue order.
+ * sleep in the parking lot, queued on &m->word. A waiter that first parks (in this lock call) when
+ * the word says q threads are queued sets its HANDOFF DEADLINE to first park + (q + 1) * h (h = the
+ * policy's handoff_ns, read then) and sleeps until it at the latest. If the lock is held when the
+ * deadline passes, the waiter becomes OWED: counted in H, park token PARK_OWED, still queued in
+ * place, no deadline of its own any more (only the caller's). While H > 0 every unlock goes out of
+ * line and hands the lock, never released in between, to the first owed waiter in queue order.
  *
  * Why (q + 1) * h and not h (issue 12 made every waiter owed h after its first park): a lock on
  * which every wait is long only because many threads share few CPUs (256 threads on 2 CPUs) then
@@ -55,15 +55,15 @@
  * differs belong to an ancestor and are STALE (a W too: its woken thread is the parent's): every
  * slow-path transition below first drops them (fresh(v): P, S, W, G, H and Q cleared), in the same
  * CAS, and sets G to the current generation when the result has P, S, W, H or Q, 0 otherwise
- * (retag()). A waiter always runs its loop's first step, N, before it parks, so no thread of the child ever sleeps behind a stale S, and a P it sets (PP,
- * CP) is tagged with the child's generation. The handler is registered by a constructor of
- * priority 101, like the parking lot's reset: in a statically linked program too, both run before
- * any child handler the program registers from main() or a default-priority constructor, so such a
- * handler (the "lock in prepare, unlock in child" pattern) already sees the ancestor's state as
- * stale. No cost without fork: the fast paths never look at G,
- * the slow paths read the generation (a read-mostly global) and write nothing more. Limit: G has 7
- * bits, so stale state survives unrecognised only in a word nobody contended through 127 nested
- * generations of forks.
+ * (retag()). A waiter always runs its loop's first step, N, before it parks, so no thread of the
+ * child ever sleeps behind a stale S, and a P it sets (PP, CP) is tagged with the child's
+ * generation. The handler is registered by a constructor of priority 101, like the parking lot's
+ * reset: in a statically linked program too, both run before any child handler the program
+ * registers from main() or a default-priority constructor, so such a handler (the "lock in prepare,
+ * unlock in child" pattern) already sees the ancestor's state as stale. No cost without fork: the
+ * fast paths never look at G, the slow paths read the generation (a read-mostly global) and write
+ * nothing more. Limit: G has 7 bits, so stale state survives unrecognised only in a word nobody
+ * contended through 127 nested generations of forks.
  *
  * Transitions, each ONE atomic CAS or RMW on the word. v: the value it replaces; every slow-path one
  * computes its new value from fresh(v) and retags it. Saturating arithmetic: H+n = min(H + n, HMAX),
