@@ -393,13 +393,14 @@ def issue11_targets_md(doc, subject="lk_mutex"):
     if doc.get("workload") != "mutex" or subject not in doc.get("locks", []):
         return []
     cpus = doc.get("machine", {}).get("online_cpus")
-    over, n = [], 0
+    over, n, firm = [], 0, 0
     for cell in doc["cells"]:
         t = cell["params"].get("threads", doc.get("fixed", {}).get("threads"))
         if not isinstance(cpus, int) or not isinstance(t, int) or t <= cpus:
             continue
-        med = {lk: _median(st.metric_values(rs, "cpu_ns_per_op"))
-               for lk, rs in cell_results(doc, cell).items()}
+        vals = {lk: st.metric_values(rs, "cpu_ns_per_op")
+                for lk, rs in cell_results(doc, cell).items()}
+        med = {lk: _median(v) for lk, v in vals.items()}
         med = {lk: v for lk, v in med.items() if v}
         others = {lk: v for lk, v in med.items() if lk != subject}
         if subject not in med or not others:
@@ -407,12 +408,23 @@ def issue11_targets_md(doc, subject="lk_mutex"):
         n += 1
         best = min(others, key=others.get)
         if med[subject] > 1.10 * others[best]:
+            # the verdict rule against 1.10 x the peer's runs: a miss only the medians show is
+            # within the run-to-run spread of the work outside the lock (docs/results/issue11-lab.md)
+            c = st.compare_samples(vals[subject], [1.10 * v for v in vals[best]],
+                                   higher_is_better=False)
+            beyond = c["verdict"] == "slower"
+            firm += beyond
+            ci = st.bootstrap_ratio_ci(vals[subject], vals[best])
             over.append(f"{_cell_label(cell['params'])}: {med[subject]:.0f} ns against {best}'s "
-                        f"{others[best]:.0f} ({med[subject] / others[best]:.2f}x)")
+                        f"{others[best]:.0f} ({med[subject] / others[best]:.2f}x {_ci(ci)}"
+                        f"{'' if beyond else '; within the spread'})")
     lines = ["### Issue 11's other targets", "",
              f"- **CPU per op with more threads than CPUs ({cpus}), at most 1.10x the best blocking "
              f"peer's** (medians): " + (f"met in all {n} cells." if not over else
-                                        f"not met in {len(over)} of {n} cells:")]
+                                        f"not met in {len(over)} of {n} cells; {firm} of them beyond "
+                                        "the spread (the verdict rule against 1.10x the peer's runs: "
+                                        "ranges apart and Mann-Whitney p < 0.05), the others "
+                                        "within it:")]
     lines += [f"  - {o}" for o in over]
     pair = {lk: _median([v for cell in doc["cells"] for v in st.metric_values(
         cell_results(doc, cell).get(lk, []), "uncontended_pair_ns")]) for lk in doc["locks"]}

@@ -118,11 +118,34 @@ def test_batch_losses_use_time_to_finish_lower_is_better():
 def test_issue11_targets_cpu_at_oversubscription_and_uncontended_pair():
     text = "\n".join(suite.issue11_targets_md(mutex_doc(), "lk_mutex"))
     # only threads=32 is oversubscribed on 2 CPUs; lk_mutex 202 ns against parking_lot's 102
-    assert "not met in 1 of 1 cells:" in text
-    assert "threads=32: 202 ns against rust_parking_lot's 102 (1.98x)" in text
+    # 200..204 against 1.10 x 100..104: ranges apart, p = 0.008: beyond the spread
+    assert "not met in 1 of 1 cells; 1 of them beyond the spread" in text
+    assert "threads=32: 202 ns against rust_parking_lot's 102 (1.98x [" in text
+    assert "within the spread" not in text
     # the file's medians: lk_mutex 4.75 (5 runs at 4.0, 5 at 5.5), fastest peer 3.75
     assert "lk_mutex 4.8 ns, fastest peer rust_parking_lot 3.8 ns: met (+1.0 ns)" in text
     assert suite.issue11_targets_md({**mutex_doc(), "workload": "spinlock"}, "lk_mutex") == []
+
+
+def test_issue11_cpu_target_miss_within_the_spread_is_told_apart():
+    """A median 1.27x the peer's whose runs straddle 1.10x the peer's (as CPU per op does where the
+    work outside the lock dominates) is listed, and said to be within the spread; one whose runs all
+    lie beyond it is not."""
+    doc = mutex_doc()
+    spread = [300.0, 100.0, 130.0, 280.0, 120.0]  # median 130 against parking_lot's 102: 1.27x
+    for r in doc["runs"]:
+        if r["params"]["threads"] == 32 and r["lock"] == "lk_mutex":
+            r["result"]["cpu_ns_per_op"] = spread[r["repeat"]]
+    text = "\n".join(suite.issue11_targets_md(doc, "lk_mutex"))
+    assert "not met in 1 of 1 cells; 0 of them beyond the spread" in text
+    assert "threads=32: 130 ns against rust_parking_lot's 102 (1.27x [" in text
+    assert text.rstrip().count("; within the spread)") == 1
+    # the same median with every run beyond 1.10x the peer's is a firm miss
+    for r in doc["runs"]:
+        if r["params"]["threads"] == 32 and r["lock"] == "lk_mutex":
+            r["result"]["cpu_ns_per_op"] = 128.0 + r["repeat"]
+    text = "\n".join(suite.issue11_targets_md(doc, "lk_mutex"))
+    assert "1 of them beyond the spread" in text and "within the spread)" not in text
 
 
 def test_counters_table_only_with_a_statistics_build():
