@@ -196,6 +196,22 @@ def load(path):
     return validate(parse(path), path)
 
 
+def run_records(path, validate=True):
+    """The run records of a results file (validated by load(), or only parsed when validate is
+    false), or of a file of one driver run record per line (*.jsonl: `locklab-bench ... >> F.jsonl`;
+    lines that are not JSON objects are skipped). FileError("FILE: problem") on anything wrong."""
+    if str(path).endswith(".jsonl"):
+        try:
+            with open(path) as fh:
+                return [json.loads(line) for line in fh if line.strip().startswith("{")]
+        except (OSError, ValueError) as e:
+            raise FileError(path, f"not a readable file of run records ({e})") from None
+    doc = load(path) if validate else parse(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise FileError(path, "not a locklab-results file: no list of runs")
+    return doc["runs"]
+
+
 def dump(doc, path):
     """Write a results document atomically (write_json_atomic)."""
     write_json_atomic(doc, path)

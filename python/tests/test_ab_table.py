@@ -74,3 +74,18 @@ def test_bad_input_exits_2(tmp_path):
     assert r.returncode == 2 and "bad.json" in r.stderr
     r = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "empty.json", []))
     assert r.returncode == 2 and "no successful runs" in r.stderr
+
+
+def test_reads_driver_run_records_one_per_line(tmp_path):
+    """A *.jsonl file of driver run records (`locklab-bench ... >> F.jsonl`) is read as a results
+    file's runs are; a line that is not an object (a driver's error text) is skipped."""
+    f = tmp_path / "runs.jsonl"
+    lines = [json.dumps(run_rec("ctl", 2, 100 + i, 50 + i, 1000 + i)) for i in range(6)]
+    lines += [json.dumps(run_rec("cand", 2, 200 + i, 25 + i, 100 + i)) for i in range(6)]
+    f.write_text("\n".join(lines[:6] + ["locklab-bench: some warning"] + lines[6:]) + "\n")
+    r = ab("--control", "ctl", "--candidates", "cand", str(f))
+    assert r.returncode == 0, r.stderr
+    assert [x[-1] for x in cell_line(r.stdout, 2).split()[3:]] == ["+", "+", "+"]
+    (tmp_path / "bad.jsonl").write_text("{broken\n")
+    r = ab("--control", "ctl", "--candidates", "cand", str(tmp_path / "bad.jsonl"))
+    assert r.returncode == 2 and "bad.jsonl" in r.stderr and "Traceback" not in r.stderr
