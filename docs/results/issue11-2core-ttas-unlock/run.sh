@@ -8,9 +8,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
-wt="${TTAS_TREE:-/tmp/locklab-ttas-unlock}"
-[ -d "$wt" ] || git -C "$repo" worktree add --detach "$wt" 8b7f110
-git -C "$wt" apply --check "$here/ttas-unlock.patch" 2>/dev/null && git -C "$wt" apply "$here/ttas-unlock.patch"
+wt="$("$repo/scripts/patched-tree" 8b7f110 "$here/ttas-unlock.patch" "${TTAS_TREE:-/tmp/locklab-ttas-unlock}")"
 for v in nc:TTAS_NO_CHECK xc:TTAS_XCHG_UNLOCK ls:TTAS_LOAD_STORE; do
   cmake -S "$wt" -B "$wt/build-${v%%:*}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_C_FLAGS=-D${v#*:} -DCMAKE_CXX_FLAGS=-D${v#*:} >/dev/null

@@ -6,9 +6,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
-wt="${WAKE2_TREE:-/tmp/locklab-wake2}"
-[ -d "$wt" ] || git -C "$repo" worktree add --detach "$wt" 14c3573
-git -C "$wt" apply --check "$here/wake2.patch" 2>/dev/null && git -C "$wt" apply "$here/wake2.patch"
+wt="$("$repo/scripts/patched-tree" 14c3573 "$here/wake2.patch" "${WAKE2_TREE:-/tmp/locklab-wake2}")"
 cmake -S "$wt" -B "$wt/build-ab" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS >/dev/null
 ninja -C "$wt/build-ab" locklab-bench >/dev/null
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
