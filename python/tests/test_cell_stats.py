@@ -62,3 +62,26 @@ def test_bad_input_exits_2(tmp_path):
     assert r.returncode == 2 and "missing.json" in r.stderr and "Traceback" not in r.stderr
     r = cs("--locks", "no_such_lock", str(AB1A))
     assert r.returncode == 2 and "no successful run" in r.stderr
+
+
+def test_batch_runs_show_the_time_to_finish_and_missing_fields_as_dashes(tmp_path):
+    """mutex-batch records have finish_s instead of elapsed_s (utilisation is CPU over the finish
+    time) and may lack a latency; neither may crash the table."""
+    f = tmp_path / "b.jsonl"
+    recs = []
+    for fin, user in ((0.002, 0.002), (0.004, 0.004), (0.003, 0.006)):
+        r = rec("a", 3, 5e7, 0.9, user)
+        del r["result"]["elapsed_s"]
+        r["result"]["finish_s"] = fin
+        recs.append(r)
+    r = rec("b", 3, 1e6, 0.5, 0.1)
+    del r["result"]["elapsed_s"], r["result"]["latency"]
+    recs.append(r)
+    f.write_text("\n".join(json.dumps(x) for x in recs) + "\n")
+    res = cs(str(f))
+    assert res.returncode == 0, res.stderr
+    a = line(res.stdout, "a")
+    # finish medians 3 ms; utilisation medians of 0.002/(2*0.002), 0.004/(2*0.004), 0.006/(2*0.003)
+    assert "finish 3.000 ms" in a and "util 0.50" in a and "(n=3)" in a, a
+    b = line(res.stdout, "b")
+    assert "util -" in b and "finish" not in b and b.count(" - ") + b.count("  -") >= 2, b
