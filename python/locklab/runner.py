@@ -209,8 +209,9 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
     # given it (LOCKLAB_BUSY_NS_PER_ITER), so every lock does the same iterations for the same
     # --cs-ns/--parallel-ns. Measured per process it varied 2x on a VM, and at a few ns of work the
     # iteration count decided the throughput (docs/spinlocks.md). A value the user set is left alone.
+    user_set = bool(os.environ.get(BUSY_ENV))
     calib = None
-    if not os.environ.get(BUSY_ENV):
+    if not user_set:
         for rec in (d[3] for _, d in sorted(done.items())):
             calib = calib or busy_calibration(rec)
     if progress:
@@ -233,11 +234,8 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
                                               f"#{r + 1}/{plan.repeat}".replace("  ", " "))
             try:
                 before = hostload.sample()
-                if calib:
-                    rec = driver.run(plan.workload.name, plan.driver_args(ci, lock),
-                                     env={BUSY_ENV: repr(calib)})
-                else:
-                    rec = driver.run(plan.workload.name, plan.driver_args(ci, lock))
+                rec = driver.run(plan.workload.name, plan.driver_args(ci, lock),
+                                 env={BUSY_ENV: repr(calib)} if calib else None)
                 after = hostload.sample()
                 if plan.workload.metric not in rec["result"]:
                     raise DriverError(f"run record of {plan.workload.name} lacks its metric "
@@ -245,7 +243,7 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
             except (DriverError, KeyboardInterrupt) as e:
                 raise RunStopped(out, e) from None
             rec["host"] = hostload.judge(before, after, rec)
-            if not calib and not os.environ.get(BUSY_ENV):
+            if not calib and not user_set:
                 calib = busy_calibration(rec)
             if partial is not None:
                 partial.append(idx, r, ci, lock, rec)
