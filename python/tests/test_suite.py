@@ -94,11 +94,11 @@ def test_interrupted_suite_resumes(tmp_path, monkeypatch, run_cli):
     real_run = Driver.run
     calls = []
 
-    def run(self, workload, args):
+    def run(self, workload, args, env=None):
         calls.append((workload, tuple(args)))
         if stop_at and len(calls) == stop_at:
             raise KeyboardInterrupt
-        return real_run(self, workload, args)
+        return real_run(self, workload, args, env)
     monkeypatch.setattr(Driver, "run", run)
     only = "seed002-refcount,seed002-cas-storm"
     stop_at = 6 + 3  # refcount: 3 locks x 2 repeats; then the third cas-storm run
