@@ -377,7 +377,8 @@ int lk_mutex_set_policy(const struct lk_mutex_policy *p)
 
 struct slot {
 	_Atomic uint32_t est;		/* EWMA of relax rounds a successful spinner waited, x16 fixed point */
-	uint32_t pad[3];		/* 16 bytes a slot, the layout the tuning record measured */
+	uint32_t pad;			/* 16 bytes a slot, the layout the tuning record measured */
+	_Atomic uint64_t s_at;		/* LKM_WAIT_YIELDS: CLOCK_MONOTONIC ns of the last claim of S (C) */
 };
 
 static struct slot slots[1u << SLOT_BITS] __attribute__((aligned(64)));
@@ -553,6 +554,36 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #define LKM_SPIN_YIELDS 4
 #endif
 
+/*
+ * LKM_WAIT_YIELDS (default 4; 0 compiles it out, lab variant lk_mutex_v_nowaityield; measured in
+ * docs/results/issue11-2core-stale-spinner/): a waiter that would park because S is taken yields the
+ * CPU instead, up to this many times per park (looking at the word after each), when the spinner
+ * claimed S more than spin_max_ns ago. A spinner gives S up within spin_max_ns and one yield of
+ * starting (yield_ok(); its budget counts relax rounds, so a running spinner can overrun that a
+ * little), so an older S usually means the spinner, or the owner it waits for, is not running:
+ * threads outnumber CPUs and one of them was preempted. Parking then empties the CPUs: every waiter
+ * that arrives while S is stuck parks, the preempted thread's CPU runs it alone, and the parked
+ * waiters come back one wake-up at a time (one woken waiter in flight, W), often queued behind a
+ * busy CPU for a time slice while the other CPU idles (docs/results/issue11-2core-shared-calib/,
+ * utilisation 0.70 at 32-64 threads / 1 ns / 100x outside). A yield instead keeps the waiter
+ * runnable and lets the preempted thread run on this CPU. A fresh S (a spinner within its budget:
+ * the common case with short critical sections) parks at once, as before, so no yields are spent
+ * where the spinner is about to take the lock.
+ * Not while a waiter is owed (H: it must be served), nor once our own handoff deadline has passed (we
+ * park and become owed), nor once spin_max_ns has passed since the first of these yields since the
+ * waiter last parked: a yield lasts a time slice per thread queued on the CPU (tens of ms behind CPU
+ * hogs, the hostile review's r1), so, as for the spinner's own yields, time and not the count bounds
+ * them. The caller's timedlock deadline is checked before each yield, as before each park. So a
+ * waiter parks at most spin_max_ns plus one yield later than it would have (this is before its first
+ * park, where the starvation bound starts counting, or before it parks again), returns at most one
+ * yield after its timedlock deadline, and parks at most one yield after its handoff deadline; no
+ * transition of its own (between yields it only looks), no write to the word. Cost: a claim of S
+ * reads the clock once (C), and such a waiter reads it before each yield and its park.
+ */
+#ifndef LKM_WAIT_YIELDS
+#define LKM_WAIT_YIELDS 4
+#endif
+
 #if LKM_SPIN_YIELDS
 /*
  * May the spinner yield (again)? i: relax rounds spun so far; *t0: when the spin began, set at the
@@ -570,6 +601,34 @@ static bool yield_ok(const struct waiter *w, struct spin_limits lim, uint64_t i,
 	if (w && w->abs && deadline_passed(w->clock, w->abs))
 		return false;
 	return !(w && w->parked && now >= ts_ns(&w->handoff_at));
+}
+#endif
+
+#if LKM_WAIT_YIELDS
+/*
+ * Would-be parker w sees v (L held; S taken by someone else, or not): yield instead (LKM_WAIT_YIELDS)?
+ * Yes while S was claimed more than spin_max_ns ago, nobody is owed, our handoff deadline has not
+ * come, and less than spin_max_ns has passed since our first yield since the last park (*t0, set at
+ * yields == 0). sl->s_at may belong to another lock sharing the slot: a heuristic.
+ */
+static bool wait_yield_ok(struct slot *sl, struct spin_limits lim, uint32_t v, const struct waiter *w,
+			  unsigned yields, int64_t *t0)
+{
+	if (!(v & S) || (v & H_MASK) || !lim.max)
+		return false;
+	int64_t now = (int64_t)now_ns(CLOCK_MONOTONIC);
+	int64_t max_ns = (int64_t)((uint64_t)lim.max * lim.ps / 1000);
+	/* relaxed: a heuristic timestamp, see struct slot */
+	int64_t s_at = (int64_t)atomic_load_explicit(&sl->s_at, memory_order_relaxed);
+
+	if (now - s_at <= max_ns)
+		return false;
+	/* a yield lasts a time slice per thread queued on this CPU: stop once spin_max_ns is spent */
+	if (yields == 0)
+		*t0 = now;
+	else if (now - *t0 >= max_ns)
+		return false;
+	return !(w->parked && now >= ts_ns(&w->handoff_at));
 }
 #endif
 
@@ -776,6 +835,11 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 	bool may_spin = lim.max > 0;
 	bool own_s = false;	/* we claimed S (C): spin */
 	struct waiter w = { .m = m, .clock = clock, .abs = abs };
+	unsigned wait_yields = 0;	/* LKM_WAIT_YIELDS since our last park */
+	int64_t wait_t0 = 0;		/* LKM_WAIT_YIELDS: when the first of them began */
+
+	(void)wait_yields;
+	(void)wait_t0;
 	/* relaxed: we only look; every transition below is a CAS */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
@@ -831,6 +895,14 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			return ETIMEDOUT;
 		}
 		if (may_spin && !(v & (S | H_MASK))) {
+#if LKM_WAIT_YIELDS
+			/*
+			 * Stamped before the claim, so that no waiter sees our S with an older claim's time
+			 * (a failed CAS leaves a stamp too fresh: waiters then park, as without the yields).
+			 * relaxed: a heuristic timestamp, orders nothing
+			 */
+			atomic_store_explicit(&sl->s_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+#endif
 			/* C. relaxed: S is a role bit, no data */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | S),
 								   memory_order_relaxed, memory_order_relaxed))
@@ -839,6 +911,17 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			own_s = true;
 			continue;
 		}
+#if LKM_WAIT_YIELDS
+		if (wait_yields < LKM_WAIT_YIELDS && wait_yield_ok(sl, lim, v, &w, wait_yields, &wait_t0)) {
+			/* S is stuck: let the preempted spinner or owner run here instead of parking */
+			wait_yields++;
+			LK_TEST_HOOK("mutex.wait_yield", m);	/* test builds only: about to yield */
+			sched_yield();
+			/* relaxed: we only look; every transition is a CAS */
+			v = atomic_load_explicit(&m->word, memory_order_relaxed);
+			continue;
+		}
+#endif
 		if (!(v & P)) {
 			/* PP. relaxed: bit bookkeeping; validate() re-checks it under the bucket lock */
 			if (!atomic_compare_exchange_weak_explicit(&m->word, &v, retag(v | P),
@@ -880,6 +963,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			}
 			may_spin = lim.max > 0;
 			woken = token == TOKEN_WAKE;
+			wait_yields = 0;
 		} else if (r == LK_PARK_TIMEDOUT) {
 			if (w.took)	/* took the free lock in lock_expired() */
 				return 0;

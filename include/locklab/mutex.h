@@ -31,7 +31,8 @@
  * Policy (process-wide, see struct lk_mutex_policy and docs/mutex.md): a waiter spins for a budget
  * learned from how long recent spinners had to wait for this lock (kept in a small hashed side table,
  * because 4 bytes leave no room), bounded by [spin_min_ns, spin_max_ns]; only one waiter spins at a
- * time. Anti-starvation (handoff_ns = h, default 1 ms): a waiter that first parks while q others are
+ * time, and the others park (after up to four yields when the spinner has held its role for longer
+ * than spin_max_ns: it, or the owner, was preempted). Anti-starvation (handoff_ns = h, default 1 ms): a waiter that first parks while q others are
  * parked on the mutex sleeps with the deadline first park + (q + 1) * h; if the lock is still held
  * then, it becomes owed, and from then on every unlock hands the lock directly to the first owed
  * waiter in queue order (never released in between, nobody barges, nobody queues ahead of it) until
@@ -193,7 +194,9 @@ static inline int lk_mutex_trylock(lk_mutex_t *m)
  * NULL, another clock, or abs->tv_nsec outside [0, 1e9); checked before anything else). A spinner
  * notices the deadline only when it stops spinning, so it may return up to spin_max_ns late, plus
  * one sched_yield() (a spinner whose budget ran out yields before it parks, checking the deadline and
- * the time it has spent before each yield).
+ * the time it has spent before each yield; so does a waiter behind a spinner stuck past spin_max_ns,
+ * checking the deadline and its time before each yield). One yield lasts as long as the threads
+ * queued on the CPU run: tens of ms behind CPU hogs.
  */
 int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *abs);
 
