@@ -6,7 +6,9 @@
 #   wide   - the landed LKM_WAIT_YIELDS (lk_mutex_v_base) against the design before it
 #            (lk_mutex_v_nowaityield) on the whole issue-11 matrix: ab-wide.json. Run from the
 #            commit that landed it, with a driver built with the lab variants (build-ab).
-# Usage: run.sh diag|screen|wide
+#   control - right after the suite (suite/): both designs and both Rust mutexes at 2 µs / 1x:
+#            control-2us.json.
+# Usage: run.sh diag|screen|wide|control
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
@@ -55,6 +57,15 @@ wide)
 		--lock lk_mutex_v_base,lk_mutex_v_nowaityield --threads 1,2,3,4,8,16,32,64,256 \
 		--cs-ns 1,100,2000 --parallel-ratio 0,1,10,100 --duration 0.2 --warmup 0.05 --repeat 5 \
 		--baseline lk_mutex_v_nowaityield --out "$here/ab-wide.json" ;;
+control)
+	cmake -S "$repo" -B "$repo/build-ab" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS >/dev/null
+	cmake --build "$repo/build-ab" -j2 --target locklab-bench >/dev/null
+	unset LOCKLAB_BUSY_NS_PER_ITER
+	cd "$repo"
+	LOCKLAB_BENCH="$repo/build-ab/locklab-bench" .venv/bin/locklab bench mutex \
+		--lock lk_mutex_v_base,lk_mutex_v_nowaityield,rust_std,rust_parking_lot --threads 2,8,32,256 \
+		--cs-ns 2000 --parallel-ratio 1 --duration 0.2 --warmup 0.05 --repeat 5 \
+		--baseline lk_mutex_v_nowaityield --out "$here/control-2us.json" ;;
 *)
-	echo "usage: $0 diag|screen|wide" >&2; exit 2 ;;
+	echo "usage: $0 diag|screen|wide|control" >&2; exit 2 ;;
 esac
