@@ -31,8 +31,9 @@
  * Policy (process-wide, see struct lk_mutex_policy and docs/mutex.md): a waiter spins for a budget
  * learned from how long recent spinners had to wait for this lock (kept in a small hashed side table,
  * because 4 bytes leave no room), bounded by [spin_min_ns, spin_max_ns]; only one waiter spins at a
- * time, and the others park (after up to four yields when the spinner has held its role for longer
- * than spin_max_ns: it, or the owner, was preempted). Anti-starvation (handoff_ns = h, default 1 ms): a waiter that first parks while q others are
+ * time, and the others park (after up to four yields, for spin_max_ns at most, when the spinner has
+ * held its role for longer than spin_max_ns: it, or the owner, was preempted). Anti-starvation
+ * (handoff_ns = h, default 1 ms): a waiter that first parks while q others are
  * parked on the mutex sleeps with the deadline first park + (q + 1) * h; if the lock is still held
  * then, it becomes owed, and from then on every unlock hands the lock directly to the first owed
  * waiter in queue order (never released in between, nobody barges, nobody queues ahead of it) until

@@ -145,7 +145,8 @@ int main(void)
 		fprintf(stderr, "behind a stale spinner N yielded %d times in %lu ns before parking\n", y,
 			(unsigned long)yielding);
 	CHECK(y >= 1 && y <= 4);
-	CHECK(y == 4 || yielding >= 2000000);	/* fewer only when the time cap stopped it */
+	/* fewer only when the time cap stopped it (its clock starts a little before the first hook) */
+	CHECK(y == 4 || yielding + 100000 >= 2000000);
 
 	/* C: each yield lasts 200 us, spin_max_ns 50 us: one yield, then the time cap */
 	set_spin_max(50000);
