@@ -291,9 +291,12 @@ def cell_results(doc, cell):
 def standing(by_lock, metric, subject):
     """Where `subject` stands among the locks of one cell on `metric`, or None (it, or every other
     lock, has no value). Returns {place: first|tied|behind, winner, other, ratio, ratio_ci95, p,
-    subject_median, other_median}: `other` is the winner, or the runner-up when the subject wins, and
+    subject_median, other_median}: `other` is the winner (the lock the subject is behind, when that
+    is not the winner), or the runner-up when the subject wins, and
     ratio = median(subject) / median(other) in the metric's own unit. "behind" is the verdict rule
-    (ranges apart and Mann-Whitney p < 0.05) read through the metric's direction."""
+    (ranges apart and Mann-Whitney p < 0.05) read through the metric's direction, against ANY lock
+    of the cell: a subject tied with a winner whose runs spread widely, but clearly worse than the
+    runner-up, is behind the runner-up (issue 11: "first or statistically tied among all")."""
     hib = st.higher_is_better(metric)
     vals = {lk: st.metric_values(rs, metric) for lk, rs in by_lock.items()}
     vals = {lk: v for lk, v in vals.items() if v}
@@ -304,8 +307,16 @@ def standing(by_lock, metric, subject):
     if win == subject:
         rest = {lk: s for lk, s in sums.items() if lk != subject}
         other, place = st.winner(rest, hib)[0], "first"
+    elif subject not in tied:
+        other, place = win, "behind"
     else:
-        other, place = win, "tied" if subject in tied else "behind"
+        beats = [lk for lk in vals if lk not in (subject, win) and
+                 st.compare_samples(vals[subject], vals[lk], hib)["verdict"] == "slower"]
+        if beats:  # the best median among the locks the subject is clearly worse than
+            key = (lambda lk: sums[lk]["median"]) if hib else (lambda lk: -sums[lk]["median"])
+            other, place = max(beats, key=key), "behind"
+        else:
+            other, place = win, "tied"
     c = st.compare_samples(vals[subject], vals[other], hib)
     return {"place": place, "winner": win, "other": other, "ratio": c["ratio"],
             "ratio_ci95": c["ratio_ci95"], "p": c["mannwhitney_p"],
@@ -361,12 +372,14 @@ def standing_md(doc, subject):
     lines = [f"### Where {subject} is neither first nor tied", "",
              f"Judged per cell on {len(metrics)} metrics ({dirs} is better), each with the verdict "
              "rule above: behind means the [min, max] ranges do not overlap and Mann-Whitney "
-             f"p < 0.05. The ratio is median({subject}) / median(winner) in the metric's own unit, "
-             "with its 95% bootstrap CI.", ""]
+             f"p < 0.05, against the winner or against any other lock ({subject} can tie with a "
+             "winner whose runs spread widely and still be clearly worse than the runner-up). "
+             f"The ratio is median({subject}) / median(the lock ahead of it) in the metric's own "
+             "unit, with its 95% bootstrap CI.", ""]
     nloss = len(losses[True]) + len(losses[False])
     if nloss:
-        head = [f"| cell | metric | winner | {subject} median | winner median | "
-                f"{subject} / winner (95% CI) | p |", "|---|---|---|---:|---:|---|---:|"]
+        head = [f"| cell | metric | ahead of it | {subject} median | its median | "
+                f"{subject} / it (95% CI) | p |", "|---|---|---|---:|---:|---|---:|"]
         lines += [f"{nloss} of {pairs} (cell, metric) pairs.", ""]
         for targeted, what in ((True, "On the issue's targets (throughput or time to finish, p99 "
                                       "latency)"),

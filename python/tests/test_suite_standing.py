@@ -166,3 +166,19 @@ def test_counters_table_only_with_a_statistics_build():
     text = "\n".join(suite.counters_md(doc, "lk_mutex"))
     assert "| cell | spins/op | parks/op | wakes/op | handoffs/op | timeouts/op | spin success |" in text
     assert "| threads=2 | 0.4 | 0.1 | 0.09 | 0.005 | 0 | 0.75 | 0.01 | 102 |" in text
+
+
+def test_tied_with_a_wide_winner_but_clearly_worse_than_the_runner_up_is_behind():
+    # the winner's runs spread from 10 to 1000 (median 200): every lock ties with it. rust_std's
+    # 150-154 and lk_mutex's 100-104 do not overlap: lk_mutex is behind rust_std, not tied
+    wide = [10, 200, 200, 1000, 1000]
+    runs = (_runs("glibc_normal", {"threads": 8}, lambda i: {"ops_per_sec": wide[i]})
+            + _runs("rust_std", {"threads": 8}, lambda i: {"ops_per_sec": 150 + i})
+            + _runs("lk_mutex", {"threads": 8}, lambda i: {"ops_per_sec": 100 + i}))
+    by_lock = suite.cell_results({"runs": runs}, {"params": {"threads": 8}})
+    s = suite.standing(by_lock, "ops_per_sec", "lk_mutex")
+    assert s["winner"] == "glibc_normal" and s["place"] == "behind" and s["other"] == "rust_std"
+    assert s["ratio"] == pytest.approx(102 / 152)
+    # rust_std itself is tied with the winner and worse than nobody
+    s = suite.standing(by_lock, "ops_per_sec", "rust_std")
+    assert s["place"] == "tied" and s["other"] == "glibc_normal"
