@@ -35,18 +35,8 @@ all="32 1 100|64 1 100|4 1 100|16 100 1|32 100 1|256 100 1|16 2000 1|2 1 0|8 1 0
 case "${1:-}" in
 diag)
 	make -C "$repo" build-stats >/dev/null
-	drv="$repo/build-stats/locklab-bench"
-	for rep in 1 2 3; do
-		for cell in "8 2000 1" "32 2000 1" "256 2000 1" "16 100 1"; do
-			set -- $cell
-			args=(mutex --threads "$1" --cs-ns "$2" --parallel-ratio "$3" --duration 0.5 --warmup 0.05)
-			"$drv" "${args[@]}" --lock lk_mutex
-			LOCKLAB_MUTEX_HANDOFF_NS=50000000 "$drv" "${args[@]}" --lock lk_mutex |
-				sed 's/"lock":"lk_mutex"/"lock":"lk_mutex_handoff50ms"/'
-			"$drv" "${args[@]}" --lock rust_std
-			"$drv" "${args[@]}" --lock rust_parking_lot
-		done
-	done > "$here/handoff-diag.jsonl" ;;
+	cd "$repo" && REPS=3 CELLS="8 2000 1|32 2000 1|256 2000 1|16 100 1" \
+		docs/results/issue11-2core-ratio1-handoff/run.sh > "$here/handoff-diag.jsonl" ;;
 screen)
 	tree
 	run_cells 5 "$drv" "$all" lk_mutex_v_base lk_mutex_v_alone_any rust_parking_lot > "$here/screen1.jsonl"

@@ -5,10 +5,12 @@
 # slow-path counters (parks, wakes, handoffs). Run from the repository root on a quiet machine:
 #   make build-stats && docs/results/issue11-2core-ratio1-handoff/run.sh > results.jsonl
 #   .venv/bin/python scripts/cell-stats results.jsonl
+# REPS and CELLS ("T C R|T C R|...") change the repeats and cells (../issue11-2core-alone-probe/ uses them).
 set -euo pipefail
 B=build-stats/locklab-bench
-for rep in 1 2 3 4 5; do
-  for cell in "16 100 1" "32 100 1" "4 100 1" "32 2000 10"; do
+IFS="|" read -r -a cells <<< "${CELLS:-16 100 1|32 100 1|4 100 1|32 2000 10}"
+for rep in $(seq "${REPS:-5}"); do
+  for cell in "${cells[@]}"; do
     set -- $cell
     args=(mutex --threads "$1" --cs-ns "$2" --parallel-ratio "$3" --duration 0.5 --warmup 0.05)
     "$B" "${args[@]}" --lock lk_mutex
