@@ -73,15 +73,6 @@ def _worse(sd, metric):
     return sd["ratio"] < WORSE if st.higher_is_better(metric) else sd["ratio"] > 1 / WORSE
 
 
-def _short(sd):
-    if sd is None:
-        return "-"
-    r = suite._ratio(sd["ratio"])
-    if sd["place"] == "behind":
-        return f"**behind {sd['other']} {r}** {suite._ci(sd['ratio_ci95'])}"
-    return f"{sd['place']} ({r} {sd['other']})"
-
-
 def fixed_differences(docs, names):
     """Lines naming each fixed parameter whose value differs between the files."""
     keys = sorted(set().union(*((d.get("fixed") or {}).keys() for d in docs)))
@@ -143,7 +134,7 @@ def across_md(docs, names, subject, all_metrics=False):
             lines.append(f"| {suite._cell_label(p)} | {suite.LABEL.get(m, m)} | "
                          f"{nbehind(sds)} of {len(sds)} | "
                          f"{'yes' if all(_worse(sd, m) for sd in sds) else 'no'} | "
-                         + " | ".join(_short(sd) for sd in sds) + " |")
+                         + " | ".join(suite._entry(sd) for sd in sds) + " |")
     else:
         lines += ["", f"{subject} is behind in no cell of any file, and no median is "
                   f"{100 - WORSE * 100:.0f}% worse in every file."]
