@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/test_spinlocks.c - the four spinlocks (TTAS, ticket, MCS, queued): single-thread contract
- * (lock/trylock/unlock results, EPERM on unlocking a free lock - TTAS: 0, the lock left free, unless
- * built with LK_SPIN_TTAS_DEBUG (tests/test_spin_ttas_debug.c) - is_locked), ticket wrap-around past
+ * (lock/trylock/unlock results, EPERM on unlocking a free lock - TTAS: 0, the lock left free; its
+ * checked unlock is tests/test_spin_ttas_checked.c - is_locked), ticket wrap-around past
  * 2^16, MCS per-thread node errors (EDEADLK, ENOMEM, EPERM), mutual exclusion under contention with a
  * plain (non-atomic) counter and a "two inside" detector, mixed lock/trylock, and qspinlock slot
  * recycling across many short-lived threads. TSan checks every critical section is ordered.

@@ -25,8 +25,8 @@
  *     they cannot throw; libstdc++ with _GLIBCXX_ASSERTIONS treats broken preconditions the same way.
  *   - Misuse that is not detected (as with std::mutex): unlocking a lock another thread holds (no
  *     lock word has room for an owner; this simply releases it), unlocking a free ttas_spin_lock (its
- *     unlock is one store, as tbb::spin_mutex's; LK_SPIN_TTAS_DEBUG makes it detected), locking a
- *     mutex or spin lock the
+ *     unlock is one store, as tbb::spin_mutex's: a second unlock in a row can release another
+ *     thread's hold), locking a mutex or spin lock the
  *     caller already holds (deadlock; mcs_spin_lock detects it, see there), destroying a lock that is
  *     held or waited on. lk_mutex_destroy(m.native_handle()) reports EBUSY for that when it matters.
  *   - Errors the standard reports with exceptions are reported the same way: std::system_error with
@@ -331,7 +331,7 @@ public:
 
 	void lock() noexcept { Ops::lock(&l_); }
 	bool try_lock() noexcept { return Ops::trylock(&l_) == 0; }
-	// Aborts when the lock is not locked (EPERM; ttas_spin_lock only with LK_SPIN_TTAS_DEBUG).
+	// Aborts when the lock is not locked (EPERM; not ttas_spin_lock, whose unlock checks nothing).
 	void unlock() noexcept
 	{
 		if (int e = Ops::unlock(&l_))
@@ -366,8 +366,8 @@ struct queued_ops {
 };
 } // namespace detail
 
-// TTAS with exponential backoff, then yields: 4 bytes, unfair; unlocking it while free is not
-// detected unless LK_SPIN_TTAS_DEBUG is defined (locklab/spin_ttas.h).
+// TTAS with exponential backoff, then yields: 4 bytes, unfair; its unlock is one store and checks
+// nothing (locklab/spin_ttas.h, "Misuse").
 class ttas_spin_lock : public detail::spin_lockable<detail::ttas_ops> {
 };
 

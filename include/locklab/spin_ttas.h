@@ -19,15 +19,17 @@
  * tbb::spin_mutex does, and what the first design did not). This is also the "TTAS baseline" of the
  * lab.
  *
- * Misuse: lk_spin_ttas_unlock() is one release store of 0, as tbb::spin_mutex's, ck_spinlock_fas's
- * and glibc's pthread_spin_unlock's are. Unlocking a free lock therefore changes nothing (0 over 0)
- * and is NOT reported: it returns 0. Define LK_SPIN_TTAS_DEBUG before including this header (or
- * -DLK_SPIN_TTAS_DEBUG) to have the unlock read the word first and return EPERM, changing nothing,
- * when it reads 0 (the kernel's CONFIG_DEBUG_SPINLOCK, per translation unit). That read costs the
- * holder a cross-core transfer whenever a waiter has pulled the line away: 3-20 % of throughput at
- * 1-8 threads with tiny critical sections (docs/results/issue11-2core-ttas-store/), which is why it
- * is not the default. Either way, unlocking a lock held by *another* thread cannot be detected (the
- * word has no owner field) and releases that thread's lock; the check sees only a free word.
+ * Misuse: lk_spin_ttas_unlock() is one release store of 0, as tbb::spin_mutex's, ck_spinlock_fas's,
+ * glibc's pthread_spin_unlock's and the kernel's spin_unlock's are, and it detects nothing. Unlocking
+ * a free lock stores 0 over 0, but a second unlock in a row can land after another thread's
+ * exchange took the lock and release THAT thread's lock: a double unlock can break mutual
+ * exclusion, unreported (the hostile review measured 75-3432 violations in 3 s of back-to-back double
+ * unlocks). lk_spin_ttas_unlock_checked() reads the word first and returns EPERM, writing nothing,
+ * when it reads 0. Right after this thread's own unlock that read sees its own 0, so a double unlock
+ * is nearly always caught, but it costs the holder a cross-core transfer whenever a waiter has
+ * pulled the line away: 3-20 % of throughput at 1-8 threads with tiny critical sections
+ * (docs/results/issue11-2core-ttas-store/). Before stop 20 it was the only unlock. Unlocking a lock
+ * held by *another* thread is never detected (the word has no owner field).
  */
 #ifndef LOCKLAB_SPIN_TTAS_H
 #define LOCKLAB_SPIN_TTAS_H
@@ -79,17 +81,25 @@ static inline int lk_spin_ttas_trylock(struct lk_spin_ttas *l)
 }
 
 /*
- * Releases the lock. RELEASE: the critical section happens-before the next acquisition.
- * Returns 0. A free lock stays free and is not reported, unless LK_SPIN_TTAS_DEBUG is defined: then
- * EPERM, and nothing is written (see "Misuse" above).
+ * Releases the lock. RELEASE: the critical section happens-before the next acquisition. Returns 0.
+ * The caller must hold the lock: nothing is checked (see "Misuse" above).
  */
 static inline int lk_spin_ttas_unlock(struct lk_spin_ttas *l)
 {
-#ifdef LK_SPIN_TTAS_DEBUG
+	/* release: pairs with the acquire exchange in lk_spin_ttas_lock()/trylock(). 1 -> 0 */
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
+	return 0;
+}
+
+/*
+ * As lk_spin_ttas_unlock(), but returns EPERM, writing nothing, when the lock reads unlocked (see
+ * "Misuse" above for what that catches and what it costs).
+ */
+static inline int lk_spin_ttas_unlock_checked(struct lk_spin_ttas *l)
+{
 	/* relaxed: only the holder may store 0; a held lock cannot change under its holder's feet */
 	if (__builtin_expect(atomic_load_explicit(&l->locked, memory_order_relaxed) == 0, 0))
 		return EPERM;
-#endif
 	/* release: pairs with the acquire exchange in lk_spin_ttas_lock()/trylock(). 1 -> 0 */
 	atomic_store_explicit(&l->locked, 0, memory_order_release);
 	return 0;

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/test_spin_ttas_debug.c - spin_ttas built with LK_SPIN_TTAS_DEBUG (locklab/spin_ttas.h,
- * "Misuse"): the unlock reads the word first, so unlocking a free lock returns EPERM and writes
- * nothing, and a holder's unlock under contention still returns 0 every time (the read sees its own
- * 1: only the holder stores 0). Without the macro the same unlock returns 0 and leaves the lock free
- * (tests/test_spinlocks.c).
+ * tests/test_spin_ttas_checked.c - lk_spin_ttas_unlock_checked() (locklab/spin_ttas.h, "Misuse"):
+ * it reads the word first, so unlocking a free lock returns EPERM and writes nothing (also the
+ * second of two unlocks in a row), and a holder's checked unlock under contention returns 0 every
+ * time (the read sees its own 1: only the holder stores 0). The plain lk_spin_ttas_unlock_checked() returns
+ * 0 on a free lock and leaves it free (tests/test_spinlocks.c).
  */
-#define LK_SPIN_TTAS_DEBUG 1
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,7 +26,7 @@ static void *worker(void *arg)
 	for (int i = 0; i < ROUNDS; i++) {
 		lk_spin_ttas_lock(&lock);
 		counter++;
-		if (lk_spin_ttas_unlock(&lock) != 0)
+		if (lk_spin_ttas_unlock_checked(&lock) != 0)
 			atomic_fetch_add_explicit(&bad_unlocks, 1, memory_order_relaxed);	/* relaxed: a count */
 	}
 	return NULL;
@@ -42,14 +40,14 @@ int main(void)
 	lkt_watchdog(lkt_sanitized() ? 150 : 60);
 
 	/* a free lock: EPERM, still free, and it works afterwards */
-	CHECK_EQ(lk_spin_ttas_unlock(&l), EPERM);
+	CHECK_EQ(lk_spin_ttas_unlock_checked(&l), EPERM);
 	CHECK(!lk_spin_ttas_is_locked(&l));
 	lk_spin_ttas_lock(&l);
-	CHECK_EQ(lk_spin_ttas_unlock(&l), 0);
-	CHECK_EQ(lk_spin_ttas_unlock(&l), EPERM);	/* the second of two unlocks */
+	CHECK_EQ(lk_spin_ttas_unlock_checked(&l), 0);
+	CHECK_EQ(lk_spin_ttas_unlock_checked(&l), EPERM);	/* the second of two unlocks */
 	CHECK(!lk_spin_ttas_is_locked(&l));
 	CHECK_EQ(lk_spin_ttas_trylock(&l), 0);
-	CHECK_EQ(lk_spin_ttas_unlock(&l), 0);
+	CHECK_EQ(lk_spin_ttas_unlock_checked(&l), 0);
 
 	/* holders under contention: every unlock succeeds, no increment is lost */
 	for (int i = 0; i < THREADS; i++)
@@ -59,5 +57,5 @@ int main(void)
 	CHECK_EQ(atomic_load(&bad_unlocks), 0);
 	CHECK_EQ(counter, (long)THREADS * ROUNDS);
 	CHECK(!lk_spin_ttas_is_locked(&lock));
-	return lkt_done("test_spin_ttas_debug");
+	return lkt_done("test_spin_ttas_checked");
 }
