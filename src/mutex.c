@@ -584,40 +584,6 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #define LKM_WAIT_YIELDS 4
 #endif
 
-/*
- * LKM_SPIN_CONFIRM_NS (default 25; 0 compiles it out, lab variant lk_mutex_v_noconfirm) and
- * LKM_SPIN_HOT_NS (default 800; measured in docs/results/issue11-2core-confirm/): a spinner whose
- * look finds the lock free looks once more, LKM_SPIN_CONFIRM_NS later (in relax rounds, at least 1),
- * before it takes it (SA). If the word says L again, the owner re-locked at once: it unlocks and locks
- * in a loop with next to nothing outside the lock, and a spinner that takes the lock in that gap only
- * swaps roles with it - the old owner fails its fetch_or, claims S and spins, and the word crosses
- * between the CPUs half a dozen times for nothing, since the owner would have kept the lock busy
- * anyway (2 threads / 1 ns: a swap every 11 acquisitions, all of them through the spinner's early
- * looks). The spinner then looks only every LKM_SPIN_HOT_NS for the rest of this spin, which leaves
- * the line with the owner. A lock that stays free for the confirmation - the owner left, or works
- * outside the lock for longer than that - is taken one confirmation later than before. No transition
- * of its own (one more relaxed load before SA), nothing written; the budget counts the confirmation's
- * rounds, so a spinner still gives up within its budget. A fixed later first look does the same for
- * the 2-thread loop but leaves a lock that is free half the time (100 ns in, 100 ns out) waiting up
- * to a look interval: p99 2-7x (docs/results/issue11-2core-first-look/).
- */
-#ifndef LKM_SPIN_CONFIRM_NS
-#define LKM_SPIN_CONFIRM_NS 25
-#endif
-#ifndef LKM_SPIN_HOT_NS
-#define LKM_SPIN_HOT_NS 800
-#endif
-
-#if LKM_SPIN_CONFIRM_NS
-/* ns as relax rounds at ps picoseconds a relax, rounded, at least 1 */
-static inline uint32_t ns_rounds(uint32_t ns, uint32_t ps)
-{
-	uint64_t r = ((uint64_t)ns * 1000 + ps / 2) / ps;
-
-	return r ? (uint32_t)(r < UINT32_MAX ? r : UINT32_MAX) : 1;
-}
-#endif
-
 #if LKM_SPIN_YIELDS
 /*
  * May the spinner yield (again)? i: relax rounds spun so far; *t0: when the spin began, set at the
@@ -683,11 +649,9 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	uint32_t delay = 1;
 	unsigned yields = 0;	/* LKM_SPIN_YIELDS */
 	int64_t yield_t0 = 0;	/* LKM_SPIN_YIELDS: when the spin began (yield_ok()) */
-	bool confirmed = false;	/* LKM_SPIN_CONFIRM_NS: v's free L is a confirmation's look */
 
 	(void)yields;
 	(void)yield_t0;
-	(void)confirmed;
 	lockstat_inc(mutex_spin_start);
 	if (budget > lim.max)
 		budget = lim.max;
@@ -702,28 +666,6 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	}
 	for (i = 0;; i++) {
 		if (!(v & L)) {
-#if LKM_SPIN_CONFIRM_NS
-			if (!confirmed) {
-				/* free: still free a moment later, or did the owner re-lock at once? */
-				uint32_t c = ns_rounds(LKM_SPIN_CONFIRM_NS, lim.ps);
-
-				for (uint32_t k = 0; k < c; k++)
-					lk_cpu_relax();
-				i += c;
-				confirmed = true;
-				LK_TEST_HOOK("mutex.confirm", m);	/* test builds only: about to look again */
-				/* relaxed: we only look; the CAS below is the acquire */
-				v = atomic_load_explicit(&m->word, memory_order_relaxed);
-				if (v & L) {
-					/* a hot owner: leave it the line, look every LKM_SPIN_HOT_NS */
-					uint32_t hot = ns_rounds(LKM_SPIN_HOT_NS, lim.ps);
-
-					if (delay < hot)
-						delay = hot;
-					continue;
-				}
-			}
-#endif
 			/* SA. acquire: pairs with the release of the unlock that freed it */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) | L) & ~S),
 								  memory_order_acquire,
@@ -737,7 +679,6 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			}
 			continue;
 		}
-		confirmed = false;
 #if LKM_SPIN_YIELDS
 		if (i >= budget && learned && yields < LKM_SPIN_YIELDS && !(fresh(v) & H_MASK) &&
 		    yield_ok(w, lim, i, yields, &yield_t0)) {
