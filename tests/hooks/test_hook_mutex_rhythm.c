@@ -47,6 +47,7 @@ static _Atomic int order[NW], norder;
 static _Atomic int w_tid[NW];
 static _Atomic int w_left;		/* waiters not done yet */
 static __thread int role = -1;		/* 0, 1 rhythm; 10 + i waiter i; 20 the timing-out waiter */
+static __thread int parked_in_call;	/* a rhythm thread parked in its current lock call */
 
 /* run 4 */
 static _Atomic int hold_at_timeout;	/* run 4: the waiter waits at park.timeout for a handoff */
@@ -62,6 +63,8 @@ static void on_hook(const char *point, void *arg)
 {
 	if (arg != &m)
 		return;
+	if (hk_is(point, "mutex.park") && (role == 0 || role == 1))
+		parked_in_call = 1;
 	if (hk_is(point, "mutex.spin") && (role == 0 || role == 1)) {
 		/* the rhythm's spinner: hold S until the lock is free (or a waiter is owed it) */
 		while ((word() & LK_MUTEX_LOCKED) && !(word() & LK_MUTEX_OWED_MASK) && !atomic_load(&stop))
@@ -80,12 +83,19 @@ static void *rhythm(void *arg)
 {
 	role = (int)(intptr_t)arg;
 	while (!atomic_load(&stop)) {
+		parked_in_call = 0;
 		lk_mutex_lock(&m);
 		atomic_store(&holder, role);
 		if (atomic_fetch_add(&acq, 1) + 1 >= CAP)
 			atomic_store(&stop, 1);
-		/* (once every waiter W is served, rhythm threads parked with handoff_ns 0 are owed too) */
-		if (atomic_load(&owed_seen) && atomic_load(&w_left))
+		/*
+		 * (once every waiter W is served, rhythm threads parked with handoff_ns 0 are owed too.) A
+		 * rhythm thread that parked in this call took its turn as a queued waiter itself: it may be
+		 * owed, and be handed the lock, ahead of a waiter behind it that is not owed yet (its timer
+		 * is late on a loaded machine; first owed in queue order, src/mutex.c). Only the rhythm's
+		 * own acquisitions - barging, spinning - must not start once a waiter is owed.
+		 */
+		if (atomic_load(&owed_seen) && atomic_load(&w_left) && !parked_in_call)
 			atomic_fetch_add(&after_owed, 1);
 		for (;;) {		/* until the other one spins for it, or a waiter is owed it */
 			uint32_t v = word();
