@@ -69,3 +69,16 @@ def test_bad_arguments_exit_2_naming_them(tmp_path):
     assert r.returncode == 2 and "not a git worktree" in r.stderr
     r = run(repo, "HEAD")
     assert r.returncode == 2 and "usage:" in r.stderr
+
+
+def test_variant_driver_refuses_bad_arguments_before_building(tmp_path):
+    """scripts/variant-driver (patched-tree plus the variant build): exit 2, one line, no build."""
+    script = ROOT / "scripts" / "variant-driver"
+    for args, word in [((), "usage"), (("--bogus", "HEAD", "p", "d"), "unknown option '--bogus'"),
+                       (("HEAD", "p"), "usage"),
+                       (("not-a-commit-xyz", str(tmp_path / "p.patch"), str(tmp_path / "d")), "COMMIT")]:
+        r = subprocess.run([str(script), *args], capture_output=True, text=True)
+        assert r.returncode == 2, (args, r.stderr)
+        assert word in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert r.stdout == ""
+    assert not (tmp_path / "d").exists()

@@ -9,27 +9,11 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473	# as issue11-2core-shared-calib/ (a fixed loop count per ns)
-run_cells() {	# run_cells ROUNDS DRIVER "T C R|T C R|..." LOCK...
-	local rounds=$1 drv=$2 cells lock; shift 2
-	IFS="|" read -r -a cells <<< "$1"; shift
-	for rep in $(seq "$rounds"); do
-		for cell in "${cells[@]}"; do
-			set -- $cell "$@"
-			local t=$1 c=$2 r=$3; shift 3
-			for lock in "$@"; do
-				"$drv" mutex --lock "$lock" --threads "$t" --cs-ns "$c" --parallel-ratio "$r" \
-					--duration "${DUR:-0.3}" --warmup 0.05
-			done
-		done
-	done
-}
-tree() {	# the patched tree, built with the lab variants (and the counters when $1 = stats)
-	wt="$("$repo/scripts/patched-tree" 84bbd9d "$here/alone.patch" "${ALONE_TREE:-/tmp/locklab-alone}")"
-	local flags=(-DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS) b=build-ab
-	[ "${1:-}" = stats ] && flags+=(-DLOCKLAB_STATS=ON) && b=build-abs
-	cmake -S "$wt" -B "$wt/$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" >/dev/null
-	cmake --build "$wt/$b" -j2 --target locklab-bench >/dev/null
-	drv="$wt/$b/locklab-bench"
+run_cells() { "$repo/scripts/run-cells" "$@"; }	# ROUNDS DRIVER "T C R|..." LOCK...
+tree() {	# the patched tree's driver, built with the lab variants (and the counters when $1 = stats)
+	local s=()
+	[ "${1:-}" = stats ] && s=(--stats)
+	drv="$("$repo/scripts/variant-driver" "${s[@]}" 84bbd9d "$here/alone.patch" "${ALONE_TREE:-/tmp/locklab-alone}")"
 }
 all="32 1 100|64 1 100|4 1 100|16 100 1|32 100 1|256 100 1|16 2000 1|2 1 0|8 1 0|256 1 0|4 100 10|64 100 10|8 2000 1|32 2000 1|256 2000 1|3 1 0"
 case "${1:-}" in

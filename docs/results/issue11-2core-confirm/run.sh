@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A spinner confirms a free lock before it takes it (README.md here; quiet machine). Three parts:
-#   screen  - the scratch variants of ../issue11-2core-first-look/screen.patch (dcb02ba) plus this
-#             directory's confirm.patch (LKM_CONFIRM / LKM_HOT_BACKOFF in relax rounds: cNhM confirms
+#   screen  - the scratch variants of confirm.patch on dcb02ba (first-look's screen.patch and these:
+#             LKM_CONFIRM / LKM_HOT_BACKOFF in relax rounds: cNhM confirms
 #             after N relaxes and then looks every M; sK enters the hot interval after K failed
 #             confirmations; gK stops confirming after K) against lk_mutex_v_base: screen1.jsonl,
 #             screen2.jsonl
@@ -16,27 +16,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473	# as issue11-2core-shared-calib/ (a fixed loop count per ns)
-run_cells() {	# run_cells ROUNDS DRIVER "T C R|T C R|..." LOCK...
-	local rounds=$1 drv=$2 cells lock; shift 2
-	IFS="|" read -r -a cells <<< "$1"; shift
-	for rep in $(seq "$rounds"); do
-		for cell in "${cells[@]}"; do
-			set -- $cell "$@"
-			local t=$1 c=$2 r=$3; shift 3
-			for lock in "$@"; do
-				"$drv" mutex --lock "$lock" --threads "$t" --cs-ns "$c" --parallel-ratio "$r" \
-					--duration 0.3 --warmup 0.05
-			done
-		done
-	done
-}
-tree() {	# the scratch tree: first-look's patch, then this one's
-	wt="$("$repo/scripts/patched-tree" dcb02ba "$here/../issue11-2core-first-look/screen.patch" "${CONFIRM_TREE:-/tmp/locklab-confirm}")"
-	git -C "$wt" apply --check "$here/confirm.patch" 2>/dev/null && git -C "$wt" apply "$here/confirm.patch"
-	cmake -S "$wt" -B "$wt/build-ab" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS >/dev/null
-	cmake --build "$wt/build-ab" -j2 --target locklab-bench >/dev/null
-	drv="$wt/build-ab/locklab-bench"
+run_cells() { "$repo/scripts/run-cells" "$@"; }	# ROUNDS DRIVER "T C R|..." LOCK...
+tree() {	# the scratch tree's driver (confirm.patch holds first-look's variants too)
+	drv="$("$repo/scripts/variant-driver" dcb02ba "$here/confirm.patch" "${CONFIRM_TREE:-/tmp/locklab-confirm}")"
 }
 case "${1:-}" in
 screen)
@@ -47,11 +29,7 @@ screen)
 		lk_mutex_v_base lk_mutex_v_c1h64 lk_mutex_v_c2h64 lk_mutex_v_c2h32 rust_std rust_parking_lot > "$here/screen2.jsonl" ;;
 scratch)
 	tree
-	unset LOCKLAB_BUSY_NS_PER_ITER	# locklab bench shares its own first run's calibration
-	cd "$repo"
-	LOCKLAB_BENCH="$drv" .venv/bin/locklab bench mutex --lock lk_mutex_v_base,lk_mutex_v_c2h64 \
-		--threads 1,2,3,4,8,16,32,64,256 --cs-ns 1,100,2000 --parallel-ratio 0,1,10,100 --duration 0.2 \
-		--warmup 0.05 --repeat 5 --baseline lk_mutex_v_base --out "$here/ab-wide-scratch.json" ;;
+	"$repo/scripts/ab-wide" "$drv" "$here/ab-wide-scratch.json" lk_mutex_v_base lk_mutex_v_c2h64 ;;
 wide|recheck)
 	wt="${LANDED_TREE:-/tmp/locklab-confirm-landed}"
 	[ -d "$wt" ] || git -C "$repo" worktree add --quiet --detach "$wt" cc2268d
@@ -63,12 +41,7 @@ wide|recheck)
 			lk_mutex_v_base lk_mutex_v_noconfirm > "$here/recheck.jsonl"
 		exit 0
 	fi
-	unset LOCKLAB_BUSY_NS_PER_ITER
-	cd "$repo"
-	LOCKLAB_BENCH="$wt/build-ab/locklab-bench" .venv/bin/locklab bench mutex \
-		--lock lk_mutex_v_base,lk_mutex_v_noconfirm --threads 1,2,3,4,8,16,32,64,256 --cs-ns 1,100,2000 \
-		--parallel-ratio 0,1,10,100 --duration 0.2 --warmup 0.05 --repeat 5 \
-		--baseline lk_mutex_v_noconfirm --out "$here/ab-wide.json" ;;
+	"$repo/scripts/ab-wide" "$wt/build-ab/locklab-bench" "$here/ab-wide.json" lk_mutex_v_noconfirm lk_mutex_v_base ;;
 shapes)
 	tree
 	run_cells 7 "$drv" "2 1 0|2 1 10|3 1 0|2 100 1|2 60 1|3 60 1|2 40 1|4 100 1" lk_mutex_v_base \

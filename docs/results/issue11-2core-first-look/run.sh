@@ -13,27 +13,11 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473	# as issue11-2core-shared-calib/ (a fixed loop count per ns)
-run_cells() {	# run_cells ROUNDS DRIVER "T C R|T C R|..." LOCK...
-	local rounds=$1 drv=$2 cells lock; shift 2
-	IFS="|" read -r -a cells <<< "$1"; shift
-	for rep in $(seq "$rounds"); do
-		for cell in "${cells[@]}"; do
-			set -- $cell "$@"
-			local t=$1 c=$2 r=$3; shift 3
-			for lock in "$@"; do
-				"$drv" mutex --lock "$lock" --threads "$t" --cs-ns "$c" --parallel-ratio "$r" \
-					--duration "${DUR:-0.3}" --warmup 0.05
-			done
-		done
-	done
-}
-tree() {	# the patched tree, built with the lab variants (and the counters when $1 = stats)
-	wt="$("$repo/scripts/patched-tree" dcb02ba "$here/screen.patch" "${LOOK_TREE:-/tmp/locklab-first-look}")"
-	local flags=(-DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS) b=build-ab
-	[ "${1:-}" = stats ] && flags+=(-DLOCKLAB_STATS=ON) && b=build-abs
-	cmake -S "$wt" -B "$wt/$b" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" >/dev/null
-	cmake --build "$wt/$b" -j2 --target locklab-bench >/dev/null
-	drv="$wt/$b/locklab-bench"
+run_cells() { "$repo/scripts/run-cells" "$@"; }	# ROUNDS DRIVER "T C R|..." LOCK...
+tree() {	# the patched tree's driver, built with the lab variants (and the counters when $1 = stats)
+	local s=()
+	[ "${1:-}" = stats ] && s=(--stats)
+	drv="$("$repo/scripts/variant-driver" "${s[@]}" dcb02ba "$here/screen.patch" "${LOOK_TREE:-/tmp/locklab-first-look}")"
 }
 case "${1:-}" in
 counters)
@@ -51,12 +35,7 @@ screen)
 		lk_mutex_v_d32bo32 lk_mutex_v_d16bo32 lk_mutex_v_d64bo rust_std rust_parking_lot > "$here/screen2.jsonl" ;;
 wide)
 	tree
-	unset LOCKLAB_BUSY_NS_PER_ITER	# locklab bench shares its own first run's calibration
-	cd "$repo"
-	LOCKLAB_BENCH="$drv" .venv/bin/locklab bench mutex \
-		--lock lk_mutex_v_base,lk_mutex_v_d16bo,lk_mutex_v_d64bo --threads 1,2,3,4,8,16,32,64,256 \
-		--cs-ns 1,100,2000 --parallel-ratio 0,1,10,100 --duration 0.2 --warmup 0.05 --repeat 5 \
-		--baseline lk_mutex_v_base --out "$here/ab-wide.json" ;;
+	"$repo/scripts/ab-wide" "$drv" "$here/ab-wide.json" lk_mutex_v_base lk_mutex_v_d16bo lk_mutex_v_d64bo ;;
 *)
 	echo "usage: $0 counters|slot|screen|wide" >&2; exit 2 ;;
 esac

@@ -13,26 +13,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473	# as issue11-2core-shared-calib/ (a fixed loop count per ns)
-run_cells() {	# run_cells ROUNDS DRIVER "T C R|T C R|..." LOCK...
-	local rounds=$1 drv=$2 cells lock; shift 2
-	IFS="|" read -r -a cells <<< "$1"; shift
-	for rep in $(seq "$rounds"); do
-		for cell in "${cells[@]}"; do
-			set -- $cell "$@"
-			local t=$1 c=$2 r=$3; shift 3
-			for lock in "$@"; do
-				"$drv" mutex --lock "$lock" --threads "$t" --cs-ns "$c" --parallel-ratio "$r" \
-					--duration 0.3 --warmup 0.05
-			done
-		done
-	done
-}
-tree() {	# tree PATCH DIR: the patched tree at 5f2c391, built with the lab variants
-	wt="$("$repo/scripts/patched-tree" 5f2c391 "$here/$1" "$2")"
-	cmake -S "$wt" -B "$wt/build-ab" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS >/dev/null
-	cmake --build "$wt/build-ab" -j2 --target locklab-bench >/dev/null
-	drv="$wt/build-ab/locklab-bench"
+run_cells() { "$repo/scripts/run-cells" "$@"; }	# ROUNDS DRIVER "T C R|..." LOCK...
+tree() {	# tree PATCH DIR: the driver of the patched tree at 5f2c391, built with the lab variants
+	drv="$("$repo/scripts/variant-driver" 5f2c391 "$here/$1" "$2")"
 }
 case "${1:-}" in
 screen)
@@ -43,12 +26,7 @@ screen)
 		lk_mutex_v_base lk_mutex_v_ldun lk_mutex_v_hint lk_mutex_v_hintbo lk_mutex_v_bo64 rust_parking_lot > "$here/screen2.jsonl" ;;
 wide)
 	tree hint.patch "${HINT_TREE:-/tmp/locklab-unlock-hint}"
-	unset LOCKLAB_BUSY_NS_PER_ITER	# locklab bench shares its own first run's calibration
-	cd "$repo"
-	LOCKLAB_BENCH="$drv" .venv/bin/locklab bench mutex \
-		--lock lk_mutex_v_base,lk_mutex_v_nohint --threads 1,2,3,4,8,16,32,64,256 \
-		--cs-ns 1,100,2000 --parallel-ratio 0,1,10,100 --duration 0.2 --warmup 0.05 --repeat 5 \
-		--baseline lk_mutex_v_nohint --out "$here/ab-wide.json" ;;
+	"$repo/scripts/ab-wide" "$drv" "$here/ab-wide.json" lk_mutex_v_nohint lk_mutex_v_base ;;
 absl)
 	tree hint.patch "${HINT_TREE:-/tmp/locklab-unlock-hint}"
 	run_cells 7 "$drv" "3 1 0|3 1 10|4 1 0|4 1 10|8 1 10|16 1 10" \
