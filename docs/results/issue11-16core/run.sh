@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# run.sh - issue 11's matrix where its thread counts straddle the core count: a 16-core machine.
+#
+#   docs/results/issue11-16core/run.sh            (from the repository root)
+#
+# Runs, in about 8 minutes on 16 cores: the uncontended cell, the spinlock cells and the blocking
+# mutexes' wide-matrix cells below, each with `locklab bench` (shared busy-loop calibration,
+# shuffled lock order, repeats as the outer loop). Files go to $OUT (default
+# results/issue11-16core-<time>): machine.txt, log.txt and one results file per bench, gzipped.
+#
+# The driver is $LOCKLAB_BENCH, else build/locklab-bench (make build). Where the project cannot be
+# built (the lent 16-core machine has no abseil and no network), a prepared driver can be carried:
+# CARRY=DIR names a folder holding locklab-bench and, in DIR/lib, the shared libraries it needs
+# beyond libc; DIR/bench-glibc, if present, runs it on a carried libc when the machine's own
+# cannot. Wheels in .whl/ (jsonschema and its needs) are installed to /tmp/site when the Python
+# there lacks them. Each bench is stopped by SIGINT at its time limit, which makes locklab write
+# the runs that finished as an "interrupted" results file.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out=${OUT:-results/issue11-16core-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out" || exit 2
+exec > >(tee "$out/log.txt") 2>&1
+
+if [ -n "${CARRY:-}" ]; then
+	export LD_LIBRARY_PATH=$PWD/$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LOCKLAB_BENCH=$PWD/$CARRY/locklab-bench
+	if ! "$LOCKLAB_BENCH" --version && [ -x "$CARRY/bench-glibc" ]; then
+		echo "run.sh: the driver does not start on this libc; using the carried one"
+		export LOCKLAB_BENCH=$PWD/$CARRY/bench-glibc
+	fi
+fi
+py=python3
+[ -x .venv/bin/python ] && py=.venv/bin/python
+if ! $py -c 'import jsonschema' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+	$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+		--target /tmp/site .whl/*.whl || exit 1
+	export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+locklab() { $py -c 'import sys; from locklab.cli import main; sys.exit(main())' "$@"; }
+
+{
+	date -u +%FT%TZ
+	uname -a
+	grep -m1 'model name' /proc/cpuinfo
+	echo "nproc: $(nproc)"
+	lscpu 2>/dev/null
+	ldd --version 2>&1 | head -1
+	free -g
+	cat /proc/loadavg
+	locklab --version
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+# A driver that cannot run a 16-thread cell ends the script here, in seconds.
+"${LOCKLAB_BENCH:-build/locklab-bench}" mutex --lock lk_mutex --threads 16 --cs-ns 100 \
+	--duration 0.05 --warmup 0.01 > /dev/null || { echo "run.sh: the driver fails"; exit 1; }
+
+mutexes=lk_mutex,glibc_normal,glibc_adaptive,glibc_pi,futex3,rust_std,rust_parking_lot,absl_mutex
+common=(--duration 0.2 --warmup 0.05 --no-progress)
+bench() { # LIMIT_S NAME WORKLOAD ARGS...
+	local limit=$1 name=$2
+	shift 2
+	echo "== $name ($(date -u +%T), at most ${limit} s): locklab bench $*"
+	timeout -s INT "$limit" $py -c 'import sys; from locklab.cli import main; sys.exit(main())' \
+		bench "$@" "${common[@]}" --out "$out/$name.json"
+	echo "== $name: rc $? at $(date -u +%T); load $(cat /proc/loadavg)"
+}
+
+bench 40 uncontended mutex --lock "$mutexes" --threads 1 --repeat 5 --baseline glibc_normal
+bench 70 spin spinlock --lock spin_ttas,tbb_spin_mutex,ck_fas --threads 2,8,16,17,32 \
+	--cs-ns 1,100 --parallel-ratio 0 --repeat 5 --baseline spin_ttas
+bench "${MUTEX_LIMIT:-420}" mutex mutex --lock "$mutexes" --threads 2,8,16,17,32,256 \
+	--cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 --baseline glibc_normal
+gzip -f "$out"/*.json "$out"/*.partial 2>/dev/null
+ls -la "$out"
