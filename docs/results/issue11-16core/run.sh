@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
 # run.sh - issue 11's matrix where its thread counts straddle the core count: a 16-core machine.
 #
-#   docs/results/issue11-16core/run.sh            (from the repository root)
+#   docs/results/issue11-16core/run.sh [main] [batch] [threads-4-64]     (default: all three)
 #
-# Runs, in about 8 minutes on 16 cores: the uncontended cell, the spinlock cells and the blocking
-# mutexes' wide-matrix cells below, each with `locklab bench` (shared busy-loop calibration,
-# shuffled lock order, repeats as the outer loop). Files go to $OUT (default
-# results/issue11-16core-<time>): machine.txt, log.txt and one results file per bench, gzipped.
+# main (about 7 minutes on 16 cores): the uncontended cell, the spinlock cells and the blocking
+# mutexes' cells at 2-256 threads; batch (3 minutes): the fixed-work cells; threads-4-64 (2
+# minutes): the mutex cells at 4 and 64 threads. Each is `locklab bench` (shared busy-loop
+# calibration, shuffled lock order, repeats as the outer loop). Files go to $OUT (default
+# results/issue11-16core-<time>): machine.txt, log.txt and one results file per bench, named as
+# the suite names them so that `locklab suite --summarize` reads them, gzipped
+# (threads-4-64.json is the issue11-mutex.json of the record's threads-4-64/).
 #
 # The driver is $LOCKLAB_BENCH, else build/locklab-bench (make build). Where the project cannot be
 # built (the lent 16-core machine has no abseil and no network), a prepared driver can be carried:
-# CARRY=DIR names a folder holding locklab-bench and, in DIR/lib, the shared libraries it needs
-# beyond libc; DIR/bench-glibc, if present, runs it on a carried libc when the machine's own
-# cannot. Wheels in .whl/ (jsonschema and its needs) are installed to /tmp/site when the Python
+# CARRY=DIR names a folder made by `scripts/carry-driver DIR` (the driver, and in DIR/lib the shared
+# libraries it needs beyond libc; DIR/bench-glibc runs it on a carried libc when the machine's own
+# cannot). Wheels in .whl/ (jsonschema and its needs) are installed to /tmp/site when the Python
 # there lacks them. Each bench is stopped by SIGINT at its time limit, which makes locklab write
 # the runs that finished as an "interrupted" results file.
 set -uo pipefail
+stages=${*:-main batch threads-4-64}
+for stage in $stages; do
+	case $stage in
+	main | batch | threads-4-64) ;;
+	*) echo "run.sh: unknown stage '$stage' (expected main, batch or threads-4-64)" >&2; exit 2 ;;
+	esac
+done
 cd "$(dirname "$0")/../../.."
 out=${OUT:-results/issue11-16core-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 2
@@ -57,20 +67,33 @@ cat "$out/machine.txt"
 	--duration 0.05 --warmup 0.01 > /dev/null || { echo "run.sh: the driver fails"; exit 1; }
 
 mutexes=lk_mutex,glibc_normal,glibc_adaptive,glibc_pi,futex3,rust_std,rust_parking_lot,absl_mutex
-common=(--duration 0.2 --warmup 0.05 --no-progress)
-bench() { # LIMIT_S NAME WORKLOAD ARGS...
+bench() { # LIMIT_S NAME WORKLOAD ARGS... (the timed workloads get --duration 0.2 --warmup 0.05)
 	local limit=$1 name=$2
 	shift 2
+	local common=(--no-progress)
+	[ "$1" = mutex-batch ] || common+=(--duration 0.2 --warmup 0.05)
 	echo "== $name ($(date -u +%T), at most ${limit} s): locklab bench $*"
 	timeout -s INT "$limit" $py -c 'import sys; from locklab.cli import main; sys.exit(main())' \
 		bench "$@" "${common[@]}" --out "$out/$name.json"
 	echo "== $name: rc $? at $(date -u +%T); load $(cat /proc/loadavg)"
 }
 
-bench 40 uncontended mutex --lock "$mutexes" --threads 1 --repeat 5 --baseline glibc_normal
-bench 70 spin spinlock --lock spin_ttas,tbb_spin_mutex,ck_fas --threads 2,8,16,17,32 \
-	--cs-ns 1,100 --parallel-ratio 0 --repeat 5 --baseline spin_ttas
-bench "${MUTEX_LIMIT:-420}" mutex mutex --lock "$mutexes" --threads 2,8,16,17,32,256 \
-	--cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 --baseline glibc_normal
+for stage in $stages; do
+	case $stage in
+	main)
+		bench 40 uncontended mutex --lock "$mutexes" --threads 1 --repeat 5 --baseline glibc_normal
+		bench 70 issue11-spin spinlock --lock spin_ttas,tbb_spin_mutex,ck_fas \
+			--threads 2,8,16,17,32 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 --baseline spin_ttas
+		bench "${MUTEX_LIMIT:-420}" issue11-mutex mutex --lock "$mutexes" \
+			--threads 2,8,16,17,32,256 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
+			--baseline glibc_normal ;;
+	batch)
+		bench 270 issue11-batch mutex-batch --lock "$mutexes" --threads 8,16,17,32,256 \
+			--total-ops 100000 --cs-ns 1,100,2000 --repeat 4 --baseline glibc_normal ;;
+	threads-4-64)
+		bench 150 threads-4-64 mutex --lock "$mutexes" --threads 4,64 --cs-ns 1,100,2000 \
+			--parallel-ratio 0,10 --repeat 4 --baseline glibc_normal ;;
+	esac
+done
 gzip -f "$out"/*.json "$out"/*.partial 2>/dev/null
 ls -la "$out"
