@@ -288,7 +288,34 @@ static inline uint32_t emptied(uint32_t v)
 	return v & ~(P | H_MASK | Q_MASK);
 }
 
+/*
+ * LKM_CROWD (default 0: compiled out; lab variants lk_mutex_v_crowd*): a waiter that would park
+ * because another thread holds S spins beside it instead - at most LKM_CROWD such threads per
+ * side-table slot, and never more than the online CPUs minus two (the owner and the S holder), so
+ * that on 2 CPUs nothing changes - looking at the word with the spinner's backoff for up to
+ * spin_max_ns, and barging (B) when it finds the lock free. It stops when S comes free (it goes back
+ * and may claim S), when a waiter is owed (H), at its budget, or at its own handoff deadline, and
+ * then parks as before. No transition of its own: it is a newcomer that looks a while before it
+ * parks, so every invariant holds as it is. What for: with CPUs to spare (16 CPUs, 8-32 threads,
+ * docs/results/issue11-16core/) the S holder's role is nearly always taken, an unlock wakes a
+ * parked waiter only when it is not, and the parked queue drains one wake-up at a time: the 0.9-26 %
+ * of acquisitions that park make up a p99 of 0.05-0.9 ms. Extra spinners park less. The count
+ * lives in the slot (crowd; relaxed RMWs, a heuristic like est: two locks sharing a slot share it),
+ * and a fork's child zeroes it (its parent's spinners do not exist there).
+ * LKM_CROWD_ANY_CPUS (tests): allow LKM_CROWD extra spinners whatever the CPU count.
+ */
+#ifndef LKM_CROWD
+#define LKM_CROWD 0
+#endif
+#ifndef LKM_CROWD_ANY_CPUS
+#define LKM_CROWD_ANY_CPUS 0
+#endif
+
 /* ---- fork generation (defect 5; see the header comment) ---------------------------------------- */
+
+#if LKM_CROWD
+static void crowd_reset(void);
+#endif
 
 #define G_SHIFT 3
 #define G_MASK (0x7fu << G_SHIFT)
@@ -302,6 +329,9 @@ static void fork_child(void)
 	uint32_t g = atomic_load_explicit(&fork_gen, memory_order_relaxed);
 
 	atomic_store_explicit(&fork_gen, g % 127 + 1, memory_order_relaxed);
+#if LKM_CROWD
+	crowd_reset();
+#endif
 }
 
 /*
@@ -377,7 +407,8 @@ int lk_mutex_set_policy(const struct lk_mutex_policy *p)
 
 struct slot {
 	_Atomic uint32_t est;		/* EWMA of relax rounds a successful spinner waited, x16 fixed point */
-	uint32_t pad;			/* 16 bytes a slot, the layout the tuning record measured */
+	_Atomic uint32_t crowd;		/* LKM_CROWD: threads spinning beside the S holder (else unused;
+					 * 16 bytes a slot, the layout the tuning record measured) */
 	_Atomic uint64_t s_at;		/* LKM_WAIT_YIELDS: CLOCK_MONOTONIC ns of the last claim of S (C) */
 };
 
@@ -389,6 +420,15 @@ static inline struct slot *slot_of(const lk_mutex_t *m)
 
 	return &slots[h >> (64 - SLOT_BITS)];
 }
+
+#if LKM_CROWD
+/* The fork's child (single-threaded): none of the parent's extra spinners exists here. */
+static void crowd_reset(void)
+{
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+		atomic_store_explicit(&slots[i].crowd, 0, memory_order_relaxed);	/* single-threaded */
+}
+#endif
 
 /* ---- time and spin calibration ----------------------------------------------------------------- */
 
@@ -404,6 +444,10 @@ static uint64_t now_ns(clockid_t clock)
 static _Atomic uint32_t relax_ps;
 /* 1 when spinning can pay at all (more than one CPU online); 0 unknown, 2 no */
 static _Atomic uint32_t multi_cpu;
+#if LKM_CROWD
+/* how many threads may spin beside the S holder (set by calibrate()) */
+static _Atomic uint32_t crowd_cap;
+#endif
 
 static __attribute__((cold, noinline)) uint32_t calibrate(void)
 {
@@ -430,6 +474,14 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 	 * sees relax_ps before multi_cpu merely skips spinning once
 	 */
 	atomic_store_explicit(&multi_cpu, n > 1 ? 1 : 2, memory_order_relaxed);
+#if LKM_CROWD
+	{
+		/* the owner and the S holder run too: at most n - 2 more spinners (LKM_CROWD_ANY_CPUS: tests) */
+		long c = LKM_CROWD_ANY_CPUS ? LKM_CROWD : n - 2 < LKM_CROWD ? n - 2 : LKM_CROWD;
+
+		atomic_store_explicit(&crowd_cap, c > 0 ? (uint32_t)c : 0, memory_order_relaxed);
+	}
+#endif
 	atomic_store_explicit(&relax_ps, ps == 1000000 ? 0 : r, memory_order_relaxed);
 	return r;
 }
@@ -719,6 +771,67 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	return SPIN_GAVE_UP;
 }
 
+#if LKM_CROWD
+/*
+ * LKM_CROWD: v has L and S (someone else's) and no H. If fewer than crowd_cap threads spin beside
+ * the S holder on this slot, join them: look at the word with backoff, barge (B) when L is clear,
+ * and stop when S comes free, a waiter is owed, the budget (spin_max_ns) is spent or - for a waiter
+ * that parked before - its own handoff deadline comes. *vp: the last value seen. SPIN_ACQUIRED: we
+ * own the lock; SPIN_GAVE_UP: go back to the loop (claim S, or park).
+ */
+static int crowd_spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t *vp,
+		      const struct waiter *w)
+{
+	/* relaxed (both): a cap and a count of running threads, heuristics that publish no data */
+	uint32_t cap = atomic_load_explicit(&crowd_cap, memory_order_relaxed);
+	uint32_t n = atomic_load_explicit(&sl->crowd, memory_order_relaxed);
+	uint64_t budget = lim.max, i;
+	uint32_t v = *vp, delay = 1;
+	int r = SPIN_GAVE_UP;
+
+	do {
+		if (n >= cap)
+			return SPIN_GAVE_UP;
+	} while (!atomic_compare_exchange_weak_explicit(&sl->crowd, &n, n + 1, memory_order_relaxed,
+						       memory_order_relaxed));
+	lockstat_inc(mutex_spin_start);
+	if (w->parked) {
+		int64_t left = ts_ns(&w->handoff_at) - (int64_t)now_ns(CLOCK_MONOTONIC);
+		uint64_t rounds = left <= 0 ? 0 : (uint64_t)left * 1000 / lim.ps;
+
+		if (rounds < budget)
+			budget = rounds;
+	}
+	for (i = 0;; i++) {
+		if (fresh(v) != v)
+			break;		/* stale state (fork): the loop's N drops it */
+		if (!(v & L)) {
+			/* B. acquire: pairs with the release of the unlock that freed it */
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
+								  memory_order_relaxed)) {
+				r = SPIN_ACQUIRED;
+				lockstat_inc(mutex_spin_success);
+				break;
+			}
+			continue;
+		}
+		if (!(v & S) || (v & H_MASK) || i >= budget)
+			break;
+		for (uint32_t k = 0; k < delay; k++)
+			lk_cpu_relax();
+		i += delay - 1;
+		if (delay < SPIN_BACKOFF_MAX)
+			delay <<= 1;
+		/* relaxed: we only look; the CAS above is the acquire */
+		v = atomic_load_explicit(&m->word, memory_order_relaxed);
+	}
+	/* relaxed: see above; a count only, the lock word orders the data */
+	atomic_fetch_sub_explicit(&sl->crowd, 1, memory_order_relaxed);
+	*vp = v;
+	return r;
+}
+#endif
+
 /*
  * validate(), under the bucket lock: sleep only if the lock is held and P still set (V: count
  * ourselves in Q in the same decision); where to queue.
@@ -837,9 +950,11 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 	struct waiter w = { .m = m, .clock = clock, .abs = abs };
 	unsigned wait_yields = 0;	/* LKM_WAIT_YIELDS since our last park */
 	int64_t wait_t0 = 0;		/* LKM_WAIT_YIELDS: when the first of them began */
+	bool crowded = false;		/* LKM_CROWD: spun beside the S holder since our last park */
 
 	(void)wait_yields;
 	(void)wait_t0;
+	(void)crowded;
 	/* relaxed: we only look; every transition below is a CAS */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
@@ -911,6 +1026,15 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			own_s = true;
 			continue;
 		}
+#if LKM_CROWD
+		if (may_spin && !crowded && (v & S) && !(v & H_MASK)) {
+			/* S is someone else's: spin beside it, once per park, if the crowd has room */
+			crowded = true;
+			if (crowd_spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED)
+				return 0;
+			continue;
+		}
+#endif
 #if LKM_WAIT_YIELDS
 		if (wait_yields < LKM_WAIT_YIELDS && wait_yield_ok(sl, lim, v, &w, wait_yields, &wait_t0)) {
 			/* S is stuck: let the preempted spinner or owner run here instead of parking */
@@ -964,6 +1088,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			may_spin = lim.max > 0;
 			woken = token == TOKEN_WAKE;
 			wait_yields = 0;
+			crowded = false;
 		} else if (r == LK_PARK_TIMEDOUT) {
 			if (w.took)	/* took the free lock in lock_expired() */
 				return 0;
