@@ -208,6 +208,9 @@
  * stop when the owner sleeps; ours stops at its budget instead), or who the owner is (an unlock by a
  * non-owner is not detected).
  */
+#if defined(LKM_CROWD) && LKM_CROWD && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE	/* LKM_CROWD only: sched_getaffinity() and CPU_COUNT() for its cap */
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -290,18 +293,23 @@ static inline uint32_t emptied(uint32_t v)
 
 /*
  * LKM_CROWD (default 0: compiled out; lab variants lk_mutex_v_crowd*): a waiter that would park
- * because another thread holds S spins beside it instead - at most LKM_CROWD such threads per
- * side-table slot, and never more than the online CPUs minus two (the owner and the S holder), so
- * that on 2 CPUs nothing changes - looking at the word with the spinner's backoff for up to
- * spin_max_ns, and barging (B) when it finds the lock free. It stops when S comes free (it goes back
- * and may claim S), when a waiter is owed (H), at its budget, or at its own handoff deadline, and
- * then parks as before. No transition of its own: it is a newcomer that looks a while before it
- * parks, so every invariant holds as it is. What for: with CPUs to spare (16 CPUs, 8-32 threads,
- * docs/results/issue11-16core/) the S holder's role is nearly always taken, an unlock wakes a
- * parked waiter only when it is not, and the parked queue drains one wake-up at a time: the 0.9-26 %
- * of acquisitions that park make up a p99 of 0.05-0.9 ms. Extra spinners park less. The count
- * lives in the slot (crowd; relaxed RMWs, a heuristic like est: two locks sharing a slot share it),
- * and a fork's child zeroes it (its parent's spinners do not exist there).
+ * because another thread holds S spins beside it instead, looking at the word with the spinner's
+ * backoff, and barges (B) when it finds the lock free. At most crowd_cap such threads in the process
+ * (one counter, crowd_n): LKM_CROWD, and never more than the CPUs this process may run on
+ * (sched_getaffinity(), at the first lock call; a cgroup CPU quota is not seen) minus two, the
+ * owner and the S holder - so on 2 CPUs nothing changes. It stops when S comes free, when a waiter is
+ * owed (H), or when its time is up: spin_max_ns of wall time, cut at the caller's timedlock deadline
+ * and at its own handoff deadline. It then goes back to the loop, where it may take a free lock,
+ * claim S, or park - without the LKM_WAIT_YIELDS yields if it spun its time out, so that it still
+ * parks at most spin_max_ns plus one yield later than without it. Once per park. No transition of
+ * its own: it is a newcomer that looks a while before it parks, so every invariant holds as it is.
+ * What for: with CPUs to spare (16 CPUs, 8-32 threads, docs/results/issue11-16core/) the S holder's
+ * role is nearly always taken, an unlock wakes a parked waiter only when it is not, and the parked
+ * queue drains one wake-up at a time: the 0.9-26 % of acquisitions that park make up a p99 of
+ * 0.05-0.9 ms. Extra spinners park less. crowd_n: relaxed RMWs (a count, no data), its decrement
+ * saturates at 0 (a child forked from a signal handler that interrupted a crowd spinner: the
+ * child's reset ran in between), and a fork's child zeroes it (the parent's spinners do not exist
+ * there). Counted as mutex_crowd_start / mutex_crowd_success in the statistics build.
  * LKM_CROWD_ANY_CPUS (tests): allow LKM_CROWD extra spinners whatever the CPU count.
  */
 #ifndef LKM_CROWD
@@ -407,8 +415,7 @@ int lk_mutex_set_policy(const struct lk_mutex_policy *p)
 
 struct slot {
 	_Atomic uint32_t est;		/* EWMA of relax rounds a successful spinner waited, x16 fixed point */
-	_Atomic uint32_t crowd;		/* LKM_CROWD: threads spinning beside the S holder (else unused;
-					 * 16 bytes a slot, the layout the tuning record measured) */
+	uint32_t pad;			/* 16 bytes a slot, the layout the tuning record measured */
 	_Atomic uint64_t s_at;		/* LKM_WAIT_YIELDS: CLOCK_MONOTONIC ns of the last claim of S (C) */
 };
 
@@ -421,14 +428,6 @@ static inline struct slot *slot_of(const lk_mutex_t *m)
 	return &slots[h >> (64 - SLOT_BITS)];
 }
 
-#if LKM_CROWD
-/* The fork's child (single-threaded): none of the parent's extra spinners exists here. */
-static void crowd_reset(void)
-{
-	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
-		atomic_store_explicit(&slots[i].crowd, 0, memory_order_relaxed);	/* single-threaded */
-}
-#endif
 
 /* ---- time and spin calibration ----------------------------------------------------------------- */
 
@@ -447,6 +446,16 @@ static _Atomic uint32_t multi_cpu;
 #if LKM_CROWD
 /* how many threads may spin beside the S holder (set by calibrate()) */
 static _Atomic uint32_t crowd_cap;
+/* how many do (its own line: every extra spinner writes it twice) */
+static struct {
+	_Atomic uint32_t n;
+} __attribute__((aligned(64))) crowd;
+
+/* The fork's child (single-threaded): none of the parent's extra spinners exists here. */
+static void crowd_reset(void)
+{
+	atomic_store_explicit(&crowd.n, 0, memory_order_relaxed);	/* single-threaded */
+}
 #endif
 
 static __attribute__((cold, noinline)) uint32_t calibrate(void)
@@ -476,8 +485,16 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 	atomic_store_explicit(&multi_cpu, n > 1 ? 1 : 2, memory_order_relaxed);
 #if LKM_CROWD
 	{
-		/* the owner and the S holder run too: at most n - 2 more spinners (LKM_CROWD_ANY_CPUS: tests) */
-		long c = LKM_CROWD_ANY_CPUS ? LKM_CROWD : n - 2 < LKM_CROWD ? n - 2 : LKM_CROWD;
+		/*
+		 * The owner and the S holder run too: at most cpus - 2 more spinners, cpus being those
+		 * this process may run on (LKM_CROWD_ANY_CPUS: tests)
+		 */
+		cpu_set_t set;
+		long cpus = n;
+
+		if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < cpus)
+			cpus = CPU_COUNT(&set);
+		long c = LKM_CROWD_ANY_CPUS ? LKM_CROWD : cpus - 2 < LKM_CROWD ? cpus - 2 : LKM_CROWD;
 
 		atomic_store_explicit(&crowd_cap, c > 0 ? (uint32_t)c : 0, memory_order_relaxed);
 	}
@@ -772,61 +789,78 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 }
 
 #if LKM_CROWD
+enum { CROWD_FULL = SPIN_GAVE_UP + 1, CROWD_TIME };
+
 /*
  * LKM_CROWD: v has L and S (someone else's) and no H. If fewer than crowd_cap threads spin beside
- * the S holder on this slot, join them: look at the word with backoff, barge (B) when L is clear,
- * and stop when S comes free, a waiter is owed, the budget (spin_max_ns) is spent or - for a waiter
- * that parked before - its own handoff deadline comes. *vp: the last value seen. SPIN_ACQUIRED: we
- * own the lock; SPIN_GAVE_UP: go back to the loop (claim S, or park).
+ * S holders, join them: look at the word with backoff, barge (B) when L is clear, and stop when S
+ * comes free, a waiter is owed, or the time is up (spin_max_ns, the caller's deadline, our own
+ * handoff deadline: wall time, read at each look). *vp: the last value seen. SPIN_ACQUIRED: we own
+ * the lock; SPIN_GAVE_UP: S came free, H appeared or the state is stale (the loop decides);
+ * CROWD_TIME: the time is up; CROWD_FULL: not joined.
  */
-static int crowd_spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t *vp,
-		      const struct waiter *w)
+static int crowd_spin(lk_mutex_t *m, struct spin_limits lim, uint32_t *vp, const struct waiter *w)
 {
 	/* relaxed (both): a cap and a count of running threads, heuristics that publish no data */
 	uint32_t cap = atomic_load_explicit(&crowd_cap, memory_order_relaxed);
-	uint32_t n = atomic_load_explicit(&sl->crowd, memory_order_relaxed);
-	uint64_t budget = lim.max, i;
+	uint32_t n = atomic_load_explicit(&crowd.n, memory_order_relaxed);
 	uint32_t v = *vp, delay = 1;
-	int r = SPIN_GAVE_UP;
+	int r = CROWD_TIME;
 
 	do {
 		if (n >= cap)
-			return SPIN_GAVE_UP;
-	} while (!atomic_compare_exchange_weak_explicit(&sl->crowd, &n, n + 1, memory_order_relaxed,
+			return CROWD_FULL;
+	} while (!atomic_compare_exchange_weak_explicit(&crowd.n, &n, n + 1, memory_order_relaxed,
 						       memory_order_relaxed));
-	lockstat_inc(mutex_spin_start);
-	if (w->parked) {
-		int64_t left = ts_ns(&w->handoff_at) - (int64_t)now_ns(CLOCK_MONOTONIC);
-		uint64_t rounds = left <= 0 ? 0 : (uint64_t)left * 1000 / lim.ps;
+	lockstat_inc(mutex_crowd_start);
+	int64_t now = (int64_t)now_ns(CLOCK_MONOTONIC);
+	int64_t end = now + (int64_t)((uint64_t)lim.max * lim.ps / 1000);
 
-		if (rounds < budget)
-			budget = rounds;
+	if (w->parked && ts_ns(&w->handoff_at) < end)
+		end = ts_ns(&w->handoff_at);
+	if (w->abs) {
+		/* the caller's deadline, on its own clock, as time left from now */
+		int64_t left = ts_ns(w->abs) - (int64_t)now_ns(w->clock);
+
+		if (now + left < end)
+			end = now + left;
 	}
-	for (i = 0;; i++) {
-		if (fresh(v) != v)
-			break;		/* stale state (fork): the loop's N drops it */
+	for (;;) {
+		if (fresh(v) != v) {
+			r = SPIN_GAVE_UP;	/* stale state (fork): the loop's N drops it */
+			break;
+		}
 		if (!(v & L)) {
 			/* B. acquire: pairs with the release of the unlock that freed it */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
 								  memory_order_relaxed)) {
 				r = SPIN_ACQUIRED;
-				lockstat_inc(mutex_spin_success);
+				lockstat_inc(mutex_crowd_success);
 				break;
 			}
 			continue;
 		}
-		if (!(v & S) || (v & H_MASK) || i >= budget)
+		if (!(v & S) || (v & H_MASK)) {
+			r = SPIN_GAVE_UP;
+			break;
+		}
+		if ((int64_t)now_ns(CLOCK_MONOTONIC) >= end)
 			break;
 		for (uint32_t k = 0; k < delay; k++)
 			lk_cpu_relax();
-		i += delay - 1;
 		if (delay < SPIN_BACKOFF_MAX)
 			delay <<= 1;
 		/* relaxed: we only look; the CAS above is the acquire */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
-	/* relaxed: see above; a count only, the lock word orders the data */
-	atomic_fetch_sub_explicit(&sl->crowd, 1, memory_order_relaxed);
+	/*
+	 * relaxed: a count only, the lock word orders the data. Saturating at 0: a child forked from a
+	 * signal handler that interrupted us has zeroed it meanwhile (crowd_reset()).
+	 */
+	n = atomic_load_explicit(&crowd.n, memory_order_relaxed);
+	while (n > 0 && !atomic_compare_exchange_weak_explicit(&crowd.n, &n, n - 1, memory_order_relaxed,
+							       memory_order_relaxed))
+		;
 	*vp = v;
 	return r;
 }
@@ -1030,8 +1064,14 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		if (may_spin && !crowded && (v & S) && !(v & H_MASK)) {
 			/* S is someone else's: spin beside it, once per park, if the crowd has room */
 			crowded = true;
-			if (crowd_spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED)
+			int cr = crowd_spin(m, lim, &v, &w);
+
+			if (cr == SPIN_ACQUIRED)
 				return 0;
+#if LKM_WAIT_YIELDS
+			if (cr == CROWD_TIME)
+				wait_yields = LKM_WAIT_YIELDS;	/* spun our time: no yields on top */
+#endif
 			continue;
 		}
 #endif
