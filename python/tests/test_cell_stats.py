@@ -1,5 +1,5 @@
-"""scripts/cell-stats: the per-cell medians the results docs quote (throughput, Jain, p99, p99.9,
-utilisation, parks per op). It must compute each median over the runs of the cell and lock only,
+"""scripts/cell-stats: the per-cell medians the results docs quote (throughput, Jain, p90, p99,
+p99.9, utilisation, voluntary context switches per op, parks per op), and each run's latency CDF tail. It must compute each median over the runs of the cell and lock only,
 read results files and driver-run-per-line files, and refuse bad input with exit 2."""
 
 import json
@@ -86,4 +86,30 @@ def test_batch_runs_show_the_time_to_finish_and_missing_fields_as_dashes(tmp_pat
     assert "finish 3.000 ms" in a and "util 0.50" in a and "(n=3)" in a, a
     b = line(res.stdout, "b")
     assert "util -" in b and "finish" not in b, b
-    assert re.search(r"  p99 +- ns  p99\.9 +- ns  ", b), b
+    assert re.search(r"  p90 +- ns  p99 +- ns  p99\.9 +- ns  ", b), b
+
+
+def test_p90_switches_per_op_and_the_cdf_tail(tmp_path):
+    """p90 and nvcsw / total_ops are medians over the cell's runs; --tail prints each run's CDF
+    points from the quantile up, in run order, and a run without a CDF says so."""
+    f = tmp_path / "t.jsonl"
+    recs = []
+    for i, (p90, nv, ops) in enumerate(((700, 10, 1000), (900, 40, 1000), (800, 20, 1000))):
+        r = rec("a", 8, 1e6, 0.9, 1.0)
+        r["result"]["latency"]["p90_ns"] = p90
+        r["result"]["latency"]["cdf"] = [[100, 0.5], [p90, 0.9], [50000 + i, 0.99], [90000, 1.0]]
+        r["result"]["nvcsw"], r["result"]["total_ops"] = nv, ops
+        recs.append(r)
+    recs.append(rec("b", 8, 1e6, 0.9, 1.0))
+    f.write_text("\n".join(json.dumps(x) for x in recs) + "\n")
+    res = cs("--tail", "0.95", str(f))
+    assert res.returncode == 0, res.stderr
+    a = line(res.stdout, "a")
+    assert "p90      800 ns" in a and "vcsw/op 2.0e-02" in a, a
+    runs = [l.strip() for l in res.stdout.splitlines() if l.strip().startswith("run ")]
+    assert runs[:3] == [f"run {i + 1}: {50000 + i:,}@0.99 90,000@1" for i in range(3)], runs
+    assert runs[3] == "run 1: no latency CDF", runs
+    assert "vcsw/op" not in line(res.stdout, "b")
+    for bad in ("1", "-0.1", "x"):
+        r = cs("--tail", bad, str(f))
+        assert r.returncode == 2 and "--tail" in r.stderr and "Traceback" not in r.stderr
