@@ -306,10 +306,11 @@ static inline uint32_t emptied(uint32_t v)
  * What for: with CPUs to spare (16 CPUs, 8-32 threads, docs/results/issue11-16core/) the S holder's
  * role is nearly always taken, an unlock wakes a parked waiter only when it is not, and the parked
  * queue drains one wake-up at a time: the 0.9-26 % of acquisitions that park make up a p99 of
- * 0.04-0.8 ms at 8-32 threads. Extra spinners park less. crowd_n: relaxed RMWs (a count, no data), its decrement
- * saturates at 0 (a child forked from a signal handler that interrupted a crowd spinner: the
- * child's reset ran in between), and a fork's child zeroes it (the parent's spinners do not exist
- * there). Counted as mutex_crowd_start / mutex_crowd_success in the statistics build.
+ * 0.04-0.8 ms at 8-32 threads. Extra spinners park less. crowd_n: relaxed RMWs (a count, no
+ * data), its decrement saturates at 0 (a child forked from a signal handler that interrupted a
+ * crowd spinner: the child's reset ran in between), and a fork's child zeroes it (the parent's
+ * spinners do not exist there). Counted as mutex_crowd_start / mutex_crowd_success in the
+ * statistics build.
  * LKM_CROWD_ANY_CPUS (tests): allow LKM_CROWD extra spinners whatever the CPU count.
  */
 #ifndef LKM_CROWD
