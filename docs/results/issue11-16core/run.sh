@@ -2,6 +2,7 @@
 # run.sh - issue 11's matrix where its thread counts straddle the core count: a 16-core machine.
 #
 #   docs/results/issue11-16core/run.sh [main] [batch] [threads-4-64]     (default: all three)
+#   docs/results/issue11-16core/run.sh counters crowd handoff         (prepared, not yet run there)
 #
 # main (about 7 minutes on 16 cores): the uncontended cell, the spinlock cells and the blocking
 # mutexes' cells at 2-256 threads; batch (3 minutes): the fixed-work cells; threads-4-64 (2
@@ -18,12 +19,23 @@
 # cannot). Wheels in .whl/ (jsonschema and its needs) are installed to /tmp/site when the Python
 # there lacks them. Each bench is stopped by SIGINT at its time limit, which makes locklab write
 # the runs that finished as an "interrupted" results file.
+#
+# The three prepared stages are the record's next measurements (README.md, "What this record does
+# not do"), about 8 minutes in all on 16 cores; they need a driver built with the lab's lk_mutex
+# variants (-DLAB_MUTEX_VARIANTS), and counters one built with -DLOCKLAB_STATS=ON as well:
+# CARRY_AB=DIR and CARRY_STATS=DIR, made by scripts/carry-driver, else build-ab/locklab-bench and
+# build-ab-stats/locklab-bench. counters (1 minute): the slow-path counters of lk_mutex and the
+# extra-spinner variants at 8-32 threads; crowd (5 minutes): lk_mutex_v_crowd and _crowd4 against
+# lk_mutex_v_base, with futex3 and absl_mutex, on 42 cells; handoff (1.5 minutes): handoff_ns 1 ms,
+# 200 us and 50 us through scripts/mutex-ab, with futex3. Limits: COUNTERS_LIMIT, CROWD_LIMIT,
+# HANDOFF_LIMIT (seconds).
 set -uo pipefail
 stages=${*:-main batch threads-4-64}
 for stage in $stages; do
 	case $stage in
-	main | batch | threads-4-64) ;;
-	*) echo "run.sh: unknown stage '$stage' (expected main, batch or threads-4-64)" >&2; exit 2 ;;
+	main | batch | threads-4-64 | counters | crowd | handoff) ;;
+	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd or handoff)" >&2
+		exit 2 ;;
 	esac
 done
 cd "$(dirname "$0")/../../.."
@@ -31,14 +43,25 @@ out=${OUT:-results/issue11-16core-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 2
 exec > >(tee "$out/log.txt") 2>&1
 
-if [ -n "${CARRY:-}" ]; then
-	export LD_LIBRARY_PATH=$PWD/$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-	export LOCKLAB_BENCH=$PWD/$CARRY/locklab-bench
-	if ! "$LOCKLAB_BENCH" --version && [ -x "$CARRY/bench-glibc" ]; then
-		echo "run.sh: the driver does not start on this libc; using the carried one"
-		export LOCKLAB_BENCH=$PWD/$CARRY/bench-glibc
+# the carried drivers' libraries (scripts/carry-driver), then carried DIR: the path of DIR's driver
+for d in ${CARRY:-} ${CARRY_AB:-} ${CARRY_STATS:-}; do
+	export LD_LIBRARY_PATH=$PWD/$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+carried() {
+	if "$PWD/$1/locklab-bench" --version >&2; then
+		echo "$PWD/$1/locklab-bench"
+	elif [ -x "$1/bench-glibc" ]; then
+		echo "run.sh: $1: the driver does not start on this libc; using the carried one" >&2
+		echo "$PWD/$1/bench-glibc"
+	else
+		echo "run.sh: $1: no driver that starts here" >&2
+		exit 1
 	fi
-fi
+}
+[ -z "${CARRY:-}" ] || { LOCKLAB_BENCH=$(carried "$CARRY") || exit 1; export LOCKLAB_BENCH; }
+ab=$PWD/build-ab/locklab-bench stats=$PWD/build-ab-stats/locklab-bench
+[ -z "${CARRY_AB:-}" ] || ab=$(carried "$CARRY_AB") || exit 1
+[ -z "${CARRY_STATS:-}" ] || stats=$(carried "$CARRY_STATS") || exit 1
 py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
 if ! $py -c 'import jsonschema' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
@@ -93,7 +116,28 @@ for stage in $stages; do
 	threads-4-64)
 		bench 150 threads-4-64 mutex --lock "$mutexes" --threads 4,64 --cs-ns 1,100,2000 \
 			--parallel-ratio 0,10 --repeat 4 --baseline glibc_normal ;;
+	counters)
+		LOCKLAB_BENCH=$stats bench "${COUNTERS_LIMIT:-60}" counters mutex \
+			--lock lk_mutex_v_base,lk_mutex_v_crowd,lk_mutex_v_crowd4 --threads 8,16,32 \
+			--cs-ns 1,100 --parallel-ratio 0,10 --repeat 2 --baseline lk_mutex_v_base ;;
+	crowd)
+		LOCKLAB_BENCH=$ab bench "${CROWD_LIMIT:-300}" crowd mutex \
+			--lock lk_mutex_v_base,lk_mutex_v_crowd,lk_mutex_v_crowd4,futex3,absl_mutex \
+			--threads 4,8,16,17,32,64,256 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
+			--baseline lk_mutex_v_base ;;
+	handoff)
+		# one busy-loop calibration for every run, as locklab bench shares one
+		busy=$("$ab" mutex --lock lk_mutex --threads 1 --cs-ns 1 --duration 0.02 --warmup 0 |
+			$py -c 'import json, sys; print(json.load(sys.stdin)["result"]["work"]["busy_ns_per_iter"])')
+		echo "== handoff ($(date -u +%T), at most ${HANDOFF_LIMIT:-90} s): scripts/mutex-ab, busy $busy ns/iter"
+		LOCKLAB_BUSY_NS_PER_ITER=$busy timeout -s INT "${HANDOFF_LIMIT:-90}" $py scripts/mutex-ab \
+			--variant "h1ms=$ab:lk_mutex" \
+			--variant "h200us=$ab:lk_mutex:LOCKLAB_MUTEX_HANDOFF_NS=200000" \
+			--variant "h50us=$ab:lk_mutex:LOCKLAB_MUTEX_HANDOFF_NS=50000" \
+			--variant "futex3=$ab:futex3" --threads 8,16,32 --cs-ns 1,100 --parallel-ratio 0,10 \
+			--repeat 4 --duration 0.2 --warmup 0.05 --out "$out/handoff.jsonl"
+		echo "== handoff: rc $? at $(date -u +%T); load $(cat /proc/loadavg)" ;;
 	esac
 done
-gzip -f "$out"/*.json "$out"/*.partial 2>/dev/null
+gzip -f "$out"/*.json "$out"/*.jsonl "$out"/*.partial 2>/dev/null
 ls -la "$out"
