@@ -312,6 +312,8 @@ static inline uint32_t emptied(uint32_t v)
  * spinners do not exist there). Counted as mutex_crowd_start / mutex_crowd_success in the
  * statistics build.
  * LKM_CROWD_ANY_CPUS (tests): allow LKM_CROWD extra spinners whatever the CPU count.
+ * tests/test_mutex_crowd.c compiles this file with both on: the timedlock cut, the saturating
+ * count, exclusion.
  */
 #ifndef LKM_CROWD
 #define LKM_CROWD 0

@@ -13,30 +13,7 @@
  * and defines lab_lk_mutex_v_<LKM_VARIANT>_ops. The policy comes from the same environment
  * variables as lk_mutex's (lab/adapters/lk_mutex.c).
  */
-#ifndef LKM_VARIANT
-#error "define LKM_VARIANT before including lk_mutex_variant.h"
-#endif
-
-#define LKMV_CAT3(a, b, c) a##b##c
-#define LKMV_CAT(a, b, c) LKMV_CAT3(a, b, c)
-#define LKMV(name) LKMV_CAT(lab_lkmv_, LKM_VARIANT, _##name)
-
-#define lk_mutex_get_policy	LKMV(get_policy)
-#define lk_mutex_set_policy	LKMV(set_policy)
-#define lk_mutex_init		LKMV(init)
-#define lk_mutex_destroy	LKMV(destroy)
-#define lk_mutex_lock		LKMV(lock)
-#define lk_mutex_trylock	LKMV(trylock)
-#define lk_mutex_timedlock	LKMV(timedlock)
-#define lk_mutex_unlock		LKMV(unlock)
-#define lk_mutex_lock_slow	LKMV(lock_slow)
-#define lk_mutex_unlock_slow	LKMV(unlock_slow)
-#define lk_mutex_lock_unparked	LKMV(lock_unparked)
-#define lkm_requeued		LKMV(requeued)
-#define lkm_requeued_timed_out	LKMV(requeued_timed_out)
-#define lkm_mark_parked_if_locked	LKMV(mark_parked_if_locked)
-
-#include "../../src/mutex.c"
+#include "lk_mutex_renamed.h"
 
 #include "lab.h"
 
