@@ -499,6 +499,7 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 			cpus = CPU_COUNT(&set);
 		long c = LKM_CROWD_ANY_CPUS ? LKM_CROWD : cpus - 2 < LKM_CROWD ? cpus - 2 : LKM_CROWD;
 
+		/* relaxed: a cached cap, like relax_ps below; a reader that sees 0 first skips one crowd */
 		atomic_store_explicit(&crowd_cap, c > 0 ? (uint32_t)c : 0, memory_order_relaxed);
 	}
 #endif
