@@ -322,8 +322,43 @@ static inline uint32_t emptied(uint32_t v)
 #define LKM_CROWD_ANY_CPUS 0
 #endif
 
+/*
+ * LKM_WAKE_MORE (default 0: compiled out; lab variants lk_mutex_v_wm*): an unlock may wake the head
+ * of the queue although a spinner is awake or a woken waiter is on its way (S or W set, nobody
+ * owed), when at least LKM_WAKE_MORE_Q threads are queued, fewer than LKM_WAKE_MORE such extra
+ * woken waiters of this lock's side-table slot have yet to run, and the slot's record says woken
+ * waiters take the lock rather than park again: wm_ok, the EWMA (weight 1/8, x256) of "a waiter
+ * unparked without a handoff took the lock before it parked again", at least WM_OK_MIN. The woken
+ * thread gets TOKEN_WAKE_MORE (TOKEN_WAKE, setting W, if W was clear) and competes like a newcomer.
+ * No new transition: it is UW, which already hands a second woken thread a plain token. Only
+ * lkm_wm_unlock() (the variants' unlock, in place of mutex.h's inline one) takes the slow path for
+ * it. Why: with CPUs to spare the spinner's role is almost always taken, so the queue drained one
+ * wake-up at a time (docs/results/issue11-16core/); on 2 CPUs convoys left a CPU idle
+ * (docs/results/issue11-2core-wake2/, where waking more without the record lost where woken
+ * threads park again).
+ */
+#ifndef LKM_WAKE_MORE
+#define LKM_WAKE_MORE 0
+#endif
+#ifndef LKM_WAKE_MORE_Q
+#define LKM_WAKE_MORE_Q 2
+#endif
+#define WM_OK_MIN 192	/* of 256: three woken waiters in four took the lock */
+#if LKM_WAKE_MORE
+#define TOKEN_WAKE_MORE	((lk_token_t)3)	/* an extra woken thread (LKM_WAKE_MORE): it drops wm_n */
+#endif
+/* the woken waiters' outcomes: counted in the statistics build, recorded for LKM_WAKE_MORE */
+#if LOCKLAB_STATS || LKM_WAKE_MORE
+#define WOKEN_TRACK 1
+#else
+#define WOKEN_TRACK 0
+#endif
+
 /* ---- fork generation (defect 5; see the header comment) ---------------------------------------- */
 
+#if LKM_WAKE_MORE
+static void wm_reset(void);
+#endif
 #if LKM_CROWD
 static void crowd_reset(void);
 #endif
@@ -342,6 +377,9 @@ static void fork_child(void)
 	atomic_store_explicit(&fork_gen, g % 127 + 1, memory_order_relaxed);
 #if LKM_CROWD
 	crowd_reset();
+#endif
+#if LKM_WAKE_MORE
+	wm_reset();
 #endif
 }
 
@@ -418,7 +456,8 @@ int lk_mutex_set_policy(const struct lk_mutex_policy *p)
 
 struct slot {
 	_Atomic uint32_t est;		/* EWMA of relax rounds a successful spinner waited, x16 fixed point */
-	uint32_t pad;			/* 16 bytes a slot, the layout the tuning record measured */
+	_Atomic uint16_t wm_ok;		/* LKM_WAKE_MORE: EWMA x256 of woken waiters that took the lock */
+	_Atomic uint16_t wm_n;		/* LKM_WAKE_MORE: extra woken waiters (TOKEN_WAKE_MORE) not yet run */
 	_Atomic uint64_t s_at;		/* LKM_WAIT_YIELDS: CLOCK_MONOTONIC ns of the last claim of S (C) */
 };
 
@@ -430,6 +469,74 @@ static inline struct slot *slot_of(const lk_mutex_t *m)
 
 	return &slots[h >> (64 - SLOT_BITS)];
 }
+
+/*
+ * A waiter unparked without a handoff (*from_wake) took the lock, or is about to park again: count
+ * it (statistics build) and, for LKM_WAKE_MORE, record it in the slot's wm_ok.
+ */
+static inline void woken_outcome(struct slot *sl, bool *from_wake, bool took)
+{
+#if WOKEN_TRACK
+	if (!*from_wake)
+		return;
+	*from_wake = false;
+	if (took)
+		lockstat_inc(mutex_woken_took);
+	else
+		lockstat_inc(mutex_woken_repark);
+#if LKM_WAKE_MORE
+	/* EWMA, weight 1/8, x256; relaxed: a heuristic, a lost update only shifts it a little */
+	int ok = atomic_load_explicit(&sl->wm_ok, memory_order_relaxed);
+
+	ok += ((took ? 256 : 0) - ok) / 8;
+	atomic_store_explicit(&sl->wm_ok, (uint16_t)ok, memory_order_relaxed);
+#else
+	(void)sl;
+#endif
+#else
+	(void)sl;
+	(void)from_wake;
+	(void)took;
+#endif
+}
+
+#if LKM_WAKE_MORE
+/* An extra woken waiter of this slot ran (or was not woken after all): wm_n - 1, floored at 0. */
+static void wm_done(struct slot *sl)
+{
+	/* relaxed: a count only; the floor keeps a child's reset (wm_reset()) from wrapping it */
+	uint16_t n = atomic_load_explicit(&sl->wm_n, memory_order_relaxed);
+
+	while (n > 0 && !atomic_compare_exchange_weak_explicit(&sl->wm_n, &n, (uint16_t)(n - 1),
+							       memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* May an unlock of m wake one more waiter (LKM_WAKE_MORE)? If so, wm_n counts it in flight. */
+static bool wm_claim(lk_mutex_t *m)
+{
+	struct slot *sl = slot_of(m);
+
+	/* relaxed: heuristics; the word's transitions order everything */
+	if (atomic_load_explicit(&sl->wm_ok, memory_order_relaxed) < WM_OK_MIN)
+		return false;
+	uint16_t n = atomic_load_explicit(&sl->wm_n, memory_order_relaxed);
+
+	do {
+		if (n >= LKM_WAKE_MORE)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&sl->wm_n, &n, (uint16_t)(n + 1), memory_order_relaxed,
+							memory_order_relaxed));
+	return true;
+}
+
+/* The fork's child (single-threaded): none of the parent's woken threads exists here. */
+static void wm_reset(void)
+{
+	for (unsigned i = 0; i < (1u << SLOT_BITS); i++)
+		atomic_store_explicit(&slots[i].wm_n, 0, memory_order_relaxed);	/* single-threaded */
+}
+#endif
 
 
 /* ---- time and spin calibration ----------------------------------------------------------------- */
@@ -989,6 +1096,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 	unsigned wait_yields = 0;	/* LKM_WAIT_YIELDS since our last park */
 	int64_t wait_t0 = 0;		/* LKM_WAIT_YIELDS: when the first of them began */
 	bool crowded = false;		/* LKM_CROWD: spun beside the S holder since our last park */
+	bool from_wake = woken;		/* unparked without a handoff, not parked since (woken_outcome()) */
 
 	(void)wait_yields;
 	(void)wait_t0;
@@ -1021,8 +1129,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		}
 		if (own_s) {
 			own_s = false;
-			if (spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED)
+			if (spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED) {
+				woken_outcome(sl, &from_wake, true);
 				return 0;
+			}
 			/* gave up: S cleared, P set, L was set; sleep until woken, then spin again */
 			may_spin = false;
 			if (abs && deadline_passed(clock, abs)) {
@@ -1039,8 +1149,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		if (!(v & L)) {
 			/* B. acquire: pairs with the release of the unlock that freed it */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
-								  memory_order_relaxed))
+								  memory_order_relaxed)) {
+				woken_outcome(sl, &from_wake, true);
 				return 0;
+			}
 			continue;
 		}
 		if (abs && deadline_passed(clock, abs)) {
@@ -1070,8 +1182,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			crowded = true;
 			int cr = crowd_spin(m, lim, &v, &w);
 
-			if (cr == SPIN_ACQUIRED)
+			if (cr == SPIN_ACQUIRED) {
+				woken_outcome(sl, &from_wake, true);
 				return 0;
+			}
 #if LKM_WAIT_YIELDS
 			if (cr == CROWD_TIME)
 				wait_yields = LKM_WAIT_YIELDS;	/* spun our time: no yields on top */
@@ -1107,6 +1221,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 
 			w.handoff_at = ns_ts((int64_t)now_ns(CLOCK_MONOTONIC) + (int64_t)(h * (q + 1)));
 		}
+		woken_outcome(sl, &from_wake, false);
 		LK_TEST_HOOK("mutex.park", m);	/* test builds only: about to park; validate() not run yet */
 		clockid_t pclock;
 		const struct timespec *pdl = park_deadline(&w, &pclock);
@@ -1129,8 +1244,13 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				(void)atomic_load_explicit(&m->word, memory_order_acquire);
 				return 0;
 			}
+#if LKM_WAKE_MORE
+			if (token == TOKEN_WAKE_MORE)
+				wm_done(sl);
+#endif
 			may_spin = lim.max > 0;
 			woken = token == TOKEN_WAKE;
+			from_wake = true;
 			wait_yields = 0;
 			crowded = false;
 		} else if (r == LK_PARK_TIMEDOUT) {
@@ -1162,6 +1282,10 @@ void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token)
 		lock_slow(m, CLOCK_MONOTONIC, NULL, true);
 		return;
 	}
+#if LKM_WAKE_MORE
+	if (token == TOKEN_WAKE_MORE)
+		wm_done(slot_of(m));
+#endif
 	lk_mutex_lock(m);
 }
 
@@ -1195,6 +1319,7 @@ struct unlock_ctx {
 	bool called;		/* the callback ran */
 	bool again;		/* UZ: nobody was unparked, H cleared: decide again */
 	bool woke;		/* somebody was unparked */
+	bool extra;		/* LKM_WAKE_MORE: wm_claim() let this unlock wake beside S or W */
 	lk_token_t token;	/* what the callback gave the unparked thread */
 };
 
@@ -1266,6 +1391,10 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 			/* UW: release; W for the woken thread unless one is already in flight (invariant 2) */
 			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) | W);
 			token = fv & W ? LK_TOKEN_NORMAL : TOKEN_WAKE;
+#if LKM_WAKE_MORE
+			if (token == LK_TOKEN_NORMAL && u->extra)
+				token = TOKEN_WAKE_MORE;
+#endif
 		}
 		/*
 		 * release: pairs with the acquire of whoever owns the lock next - the acquire CAS of a
@@ -1287,7 +1416,9 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 {
 	struct unlock_ctx u;
+	bool extra = false;	/* LKM_WAKE_MORE: wm_claim() counted our wake in wm_n */
 
+	(void)extra;
 	for (;;) {
 		/*
 		 * The state may have moved since the inline path (or UZ) looked: re-check as it does
@@ -1306,18 +1437,33 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 				return EPERM;
 			if ((fv & P) && (!(fv & (S | W)) || (fv & H_MASK)))
 				break;
+#if LKM_WAKE_MORE
+			if ((fv & P) && queued_of(fv) >= LKM_WAKE_MORE_Q && (extra || wm_claim(m))) {
+				extra = true;
+				break;
+			}
+#endif
 			/* release: publishes the critical section to the next owner's acquire RMW */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, fv & ~L, memory_order_release,
-								  memory_order_relaxed))
+								  memory_order_relaxed)) {
+#if LKM_WAKE_MORE
+				if (extra)
+					wm_done(slot_of(m));	/* claimed, then the word changed: nobody woken */
+#endif
 				return 0;
+			}
 		}
-		u = (struct unlock_ctx){ .m = m };
+		u = (struct unlock_ctx){ .m = m, .extra = extra };
 		LK_TEST_HOOK("mutex.unlock_slow", m);	/* test builds only: decided to wake, not yet unparking */
 		int r = lk_unpark_filter(&m->word, unlock_filter, unlock_callback, &u);
 
 		if (r < 0 || !u.called) {	/* cannot happen for a valid mutex; never leave it locked */
 			/* release: as in the callback */
 			atomic_fetch_and_explicit(&m->word, ~L, memory_order_release);
+#if LKM_WAKE_MORE
+			if (extra)
+				wm_done(slot_of(m));
+#endif
 			return 0;
 		}
 		if (!u.again)
@@ -1325,12 +1471,46 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 		/* relaxed: we only look; the next CAS decides */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
+#if LKM_WAKE_MORE
+	if (extra && u.token != TOKEN_WAKE_MORE)
+		wm_done(slot_of(m));	/* a handoff, W's own wake, or nobody: no extra thread in flight */
+	if (u.token == TOKEN_WAKE_MORE)
+		lockstat_inc(mutex_wake_more);
+#endif
 	if (u.token == TOKEN_HANDOFF)
 		lockstat_inc(mutex_handoff);
 	else if (u.woke)
 		lockstat_inc(mutex_wake);
 	return 0;
 }
+
+#if LKM_WAKE_MORE
+int lkm_wm_unlock(lk_mutex_t *m);
+
+/*
+ * The LKM_WAKE_MORE variants' unlock (mutex.h's lk_mutex_unlock with one more reason to go out of
+ * line: threads queued, LKM_WAKE_MORE_Q or more, beside S or W; lk_mutex_unlock_slow() asks the
+ * slot's record).
+ */
+int lkm_wm_unlock(lk_mutex_t *m)
+{
+	uint32_t v = L;
+
+	/* release (success): publishes the critical section to the next owner's acquire RMW */
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
+								     memory_order_relaxed), 1))
+		return 0;
+	while (!((v & P) && (!(v & (S | W)) || (v & H_MASK) || queued_of(v) >= LKM_WAKE_MORE_Q))) {
+		if (!(v & L))
+			return EPERM;
+		/* release: as above */
+		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~L, memory_order_release,
+							  memory_order_relaxed))
+			return 0;
+	}
+	return lk_mutex_unlock_slow(m, v);
+}
+#endif
 
 /* ---- for lk_cond (mutex_internal.h) ------------------------------------------------------------- */
 

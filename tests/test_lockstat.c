@@ -10,8 +10,16 @@
  *  3. The mutex workload, run in-process on lk_mutex (a lock flagged LAB_LOCK_STATS), reports
  *     "lock_stats" with "enabled" matching the build and, when enabled, every event by name and the
  *     run's operation count; a lock that does not count (glibc_normal) reports no "lock_stats".
+ *  4. Woken waiters' outcomes: with spinning off and no handoff due, a waiter that parks is unparked
+ *     only by an unlock's plain wake, so every one of its parks but the first follows a wake that
+ *     did not get it the lock (mutex_woken_repark), and its one acquisition follows the last wake
+ *     (mutex_woken_took: exactly 1). The owner re-locks at once after each unlock and waits for the
+ *     waiter to park again, so the woken waiter usually finds the lock taken and parks again; the
+ *     rounds must see that outcome (statistics build; zeros in the normal build).
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +27,7 @@
 #include "lab.h"
 #include "lktest.h"
 #include "lockstat.h"
+#include "locklab/mutex.h"
 
 extern const struct lab_workload lab_wl_mutex;
 
@@ -164,11 +173,84 @@ static void check_lab_report(void)
 	}
 }
 
+struct woken_arg {
+	lk_mutex_t *m;
+	_Atomic int done;
+	uint64_t seen[LOCKSTAT_NR];
+};
+
+static void *woken_thread(void *p)
+{
+	struct woken_arg *a = p;
+
+	lockstat_reset();
+	lk_mutex_lock(a->m);
+	lockstat_read(a->seen);
+	lk_mutex_unlock(a->m);
+	atomic_store_explicit(&a->done, 1, memory_order_release);	/* pairs with the main loop's acquire */
+	return NULL;
+}
+
+static void check_woken_outcomes(void)
+{
+	struct lk_mutex_policy old, p = { .spin_min_ns = 0, .spin_max_ns = 0, .handoff_ns = 10000000000ull };
+	uint64_t parks = 0, reparks = 0;
+
+	CHECK_EQ(lk_mutex_get_policy(&old), 0);
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	for (int round = 0; round < 50; round++) {
+		lk_mutex_t m = LK_MUTEX_INITIALIZER;
+		struct woken_arg a = { .m = &m };
+		pthread_t t;
+
+		lk_mutex_lock(&m);
+		CHECK_EQ(pthread_create(&t, NULL, woken_thread, &a), 0);
+		/* relaxed: we only wait for the waiter to be queued (Q = 1); the lock orders the rest */
+		while (!(atomic_load_explicit(&m.word, memory_order_relaxed) & LK_MUTEX_QUEUED_MASK))
+			sched_yield();
+		/*
+		 * Wake it and take the lock back at once, a few times; each time it may lose the race
+		 * (then wait until it has parked again) or win it (then it is done).
+		 */
+		for (int i = 0; i < 3 && !atomic_load_explicit(&a.done, memory_order_relaxed); i++) {
+			lk_mutex_unlock(&m);
+			lk_mutex_lock(&m);
+			/* relaxed: only waiting for the next park or the end; the lock orders the data */
+			while (!atomic_load_explicit(&a.done, memory_order_relaxed) &&
+			       !(atomic_load_explicit(&m.word, memory_order_relaxed) & LK_MUTEX_QUEUED_MASK))
+				sched_yield();
+		}
+		lk_mutex_unlock(&m);
+		/* acquire: pairs with the release store in woken_thread(), after its lockstat_read() */
+		while (!atomic_load_explicit(&a.done, memory_order_acquire))
+			sched_yield();
+		pthread_join(t, NULL);
+		CHECK_EQ(a.seen[LOCKSTAT_mutex_woken_took], BUILT_WITH_STATS ? 1 : 0);
+		if (BUILT_WITH_STATS) {
+			CHECK(a.seen[LOCKSTAT_mutex_park] >= 1);
+			CHECK_EQ(a.seen[LOCKSTAT_mutex_woken_repark], a.seen[LOCKSTAT_mutex_park] - 1);
+		} else {
+			CHECK_EQ(a.seen[LOCKSTAT_mutex_woken_repark], 0);
+		}
+		CHECK_EQ(a.seen[LOCKSTAT_mutex_handoff], 0);
+		parks += a.seen[LOCKSTAT_mutex_park];
+		reparks += a.seen[LOCKSTAT_mutex_woken_repark];
+		lk_mutex_destroy(&m);
+	}
+	if (BUILT_WITH_STATS)
+		CHECK(reparks > 0);
+	if (BUILT_WITH_STATS)
+		printf("woken outcomes: %llu parks, %llu of them again after a wake, in 50 rounds\n",
+		       (unsigned long long)parks, (unsigned long long)reparks);
+	CHECK_EQ(lk_mutex_set_policy(&old), 0);
+}
+
 int main(void)
 {
 	lkt_watchdog(120);
 	check_names();
 	check_per_thread();
 	check_lab_report();
+	check_woken_outcomes();
 	return lkt_done(BUILT_WITH_STATS ? "test_lockstat (statistics build)" : "test_lockstat");
 }

@@ -30,5 +30,6 @@
 #define lkm_requeued		LKMV(requeued)
 #define lkm_requeued_timed_out	LKMV(requeued_timed_out)
 #define lkm_mark_parked_if_locked	LKMV(mark_parked_if_locked)
+#define lkm_wm_unlock		LKMV(wm_unlock)
 
 #include "../../src/mutex.c"

@@ -48,7 +48,11 @@ static int lkmv_trylock(void *l)
 
 static void lkmv_unlock(void *l)
 {
+#if LKM_WAKE_MORE
+	lkm_wm_unlock(l);
+#else
 	lk_mutex_unlock(l);
+#endif
 }
 
 const struct lab_lock_ops LKMV_CAT(lab_lk_mutex_v_, LKM_VARIANT, _ops) = {
