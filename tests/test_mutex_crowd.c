@@ -16,9 +16,13 @@
  *     fork).
  *  3. Mutual exclusion and the word's end state with the crowd busy: 4 threads, short critical
  *     sections, a shared counter.
+ *  4. The cap is one count for the process, not one per lock (the review's F2: 3 locks let 6 extra
+ *     spinners in with a cap of 2): main holds 3 mutexes, each gets an S holder and then 2 more
+ *     waiters; while they wait, the count must reach the cap and never pass it.
  *
- * Each timed case is tried up to 5 times and passes if one try does (a loaded machine can delay a
- * try; the defect delays every try). Needs 2 CPUs (spinning is off on one): skipped otherwise.
+ * Each timed case is tried up to 5 times (case 4: 10) and passes if one try does (a loaded machine
+ * can delay a try; the defect shows in every try; case 4 checks the cap in every try). Needs 2
+ * CPUs (spinning is off on one): skipped otherwise.
  */
 #define _GNU_SOURCE
 #define LKM_VARIANT crowdtest
@@ -179,6 +183,60 @@ static bool try_saturation(void)
 	return seen;
 }
 
+/* Case 4: one cap for all locks. */
+static lk_mutex_t ms[3] = { LK_MUTEX_INITIALIZER, LK_MUTEX_INITIALIZER, LK_MUTEX_INITIALIZER };
+
+static void *lock_unlock(void *arg)
+{
+	lk_mutex_lock(arg);
+	lk_mutex_unlock(arg);
+	return NULL;
+}
+
+static bool try_cap(void)
+{
+	pthread_t sp[3], cr[6];
+	uint32_t max = 0;
+	bool spinners = true;
+
+	for (int i = 0; i < 3; i++)
+		lk_mutex_lock(&ms[i]);
+	for (int i = 0; i < 3; i++) {
+		pthread_create(&sp[i], NULL, lock_unlock, &ms[i]);
+		/* relaxed: a test-only look at the word */
+		for (long long t0 = mono_ns(); !(atomic_load_explicit(&ms[i].word, memory_order_relaxed) &
+						  LK_MUTEX_SPINNING);) {
+			if (mono_ns() - t0 > 100000000ll) {
+				spinners = false;
+				break;
+			}
+			sched_yield();
+		}
+	}
+	for (int i = 0; i < 6; i++)
+		pthread_create(&cr[i], NULL, lock_unlock, &ms[i / 2]);
+	/* look every 20 us for 20 ms, sleeping between looks: the waiters need both CPUs */
+	for (long long t0 = mono_ns(); mono_ns() - t0 < 20000000ll && max < LKM_CROWD + 1;) {
+		uint32_t n = crowd_count();
+
+		if (n > max)
+			max = n;
+		sleep_ns(20000);
+	}
+	for (int i = 0; i < 3; i++)
+		lk_mutex_unlock(&ms[i]);
+	for (int i = 0; i < 3; i++)
+		pthread_join(sp[i], NULL);
+	for (int i = 0; i < 6; i++)
+		pthread_join(cr[i], NULL);
+	fprintf(stderr, "cap: spinners %d, at most %u extra spinners seen (cap %u)\n", spinners, max,
+		atomic_load_explicit(&crowd_cap, memory_order_relaxed));
+	CHECK(max <= LKM_CROWD);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(atomic_load_explicit(&ms[i].word, memory_order_relaxed), 0u);
+	return spinners && max == LKM_CROWD;
+}
+
 /* Case 3: exclusion with the crowd at work. */
 static long counter;
 static _Atomic int stop;
@@ -222,6 +280,11 @@ int main(void)
 	for (int i = 0; i < 5 && !ok; i++)
 		ok = try_saturation();
 	CHECK(ok);
+	ok = false;
+	for (int i = 0; i < 10 && !ok; i++)
+		ok = try_cap();
+	CHECK(ok);
+	CHECK_EQ(crowd_count(), 0u);
 
 	lk_mutex_get_policy(&p);
 	p.spin_min_ns = 1000;
