@@ -18,7 +18,8 @@
  *   bit  22    W  WOKEN     an unlock woke a waiter that has not run yet (it clears W when it does)
  *   bits 23-31 Q  QUEUED    how many threads are queued on &m->word, never more than the true
  *                           number: +1 at each park (saturating at QMAX = 511), -1 (floored at 0)
- *                           at each dequeue. Only read to compute a new waiter's handoff deadline.
+ *                           at each dequeue. Only read to compute a new waiter's handoff deadline
+ *                           (and, in LKM_WAKE_MORE copies, by the unlock: see there).
  *
  * Threads and roles. The OWNER holds L. At most one SPINNER holds S: a running thread that claimed
  * it (a newcomer, or a woken waiter once it runs: seed 004's "a woken waiter goes back to
@@ -246,11 +247,18 @@
 /* Park tokens: what an unlocker's filter learns about a waiter (0: a requeued condvar waiter) */
 #define PARK_QUEUED	((lk_token_t)1)	/* a mutex waiter, not owed */
 #define PARK_OWED	((lk_token_t)2)	/* a mutex waiter owed a handoff (counted in H) */
+/*
+ * A mutex waiter, not owed, of a copy built with LKM_WAKE_MORE: it drops wm_n when it is woken with
+ * TOKEN_WAKE_MORE. Such a copy's unlock hands TOKEN_WAKE_MORE only to these: a waiter of the
+ * library's own code (PARK_QUEUED; lk_cond relocks a variant's mutex with the library's lock_slow)
+ * would never drop it.
+ */
+#define PARK_QUEUED_WM	((lk_token_t)3)
 
 /* Counted in H: owed mutex waiters and condvar waiters requeued onto the mutex (park token 0). */
 static inline bool token_owed(lk_token_t park_token)
 {
-	return park_token != PARK_QUEUED;
+	return park_token == PARK_OWED || park_token == 0;
 }
 
 /* ---- the counts in the word (saturating, see the header comment) ------------------------------ */
@@ -329,10 +337,12 @@ static inline uint32_t emptied(uint32_t v)
  * woken waiters of this lock's side-table slot have yet to run, and the slot's record says woken
  * waiters take the lock rather than park again: wm_ok, the EWMA (weight 1/8, x256) of "a waiter
  * unparked without a handoff took the lock before it parked again", at least WM_OK_MIN. The woken
- * thread gets TOKEN_WAKE_MORE (TOKEN_WAKE, setting W, if W was clear) and competes like a newcomer.
- * No new transition: it is UW, which already hands a second woken thread a plain token. Only
- * lkm_wm_unlock() (the variants' unlock, in place of mutex.h's inline one) takes the slow path for
- * it. Why: with CPUs to spare the spinner's role is almost always taken, so the queue drained one
+ * thread gets TOKEN_WAKE_MORE (TOKEN_WAKE, setting W, if W was clear; a plain token if it parked
+ * through the library's own code, park token PARK_QUEUED, which would not drop wm_n: lk_cond relocks
+ * a variant's mutex that way) and competes like a newcomer. The unlocker gives its claim back
+ * whenever no TOKEN_WAKE_MORE went out. No new transition: it is UW, which already hands a second
+ * woken thread a plain token. Only lkm_wm_unlock() (the variants' unlock, in place of mutex.h's
+ * inline one) takes the slow path for it. Why: with CPUs to spare the spinner's role is almost always taken, so the queue drained one
  * wake-up at a time (docs/results/issue11-16core/); on 2 CPUs convoys left a CPU idle
  * (docs/results/issue11-2core-wake2/, where waking more without the record lost where woken
  * threads park again).
@@ -1221,12 +1231,12 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 
 			w.handoff_at = ns_ts((int64_t)now_ns(CLOCK_MONOTONIC) + (int64_t)(h * (q + 1)));
 		}
-		woken_outcome(sl, &from_wake, false);
 		LK_TEST_HOOK("mutex.park", m);	/* test builds only: about to park; validate() not run yet */
 		clockid_t pclock;
 		const struct timespec *pdl = park_deadline(&w, &pclock);
 		lk_token_t token = LK_TOKEN_NORMAL;
-		int r = lkp_park_ex(&m->word, &lock_park_ops, &w, w.owed ? PARK_OWED : PARK_QUEUED, pdl, pclock,
+		int r = lkp_park_ex(&m->word, &lock_park_ops, &w,
+				    w.owed ? PARK_OWED : LKM_WAKE_MORE ? PARK_QUEUED_WM : PARK_QUEUED, pdl, pclock,
 				    &token);
 
 		/*
@@ -1237,6 +1247,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		if (r != LK_PARK_INVALID) {
 			w.parked = true;
 			lockstat_inc(mutex_park);
+			woken_outcome(sl, &from_wake, false);	/* woken, and queued again */
 		}
 		if (r == LK_PARK_UNPARKED) {
 			if (token == TOKEN_HANDOFF) {
@@ -1282,11 +1293,7 @@ void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token)
 		lock_slow(m, CLOCK_MONOTONIC, NULL, true);
 		return;
 	}
-#if LKM_WAKE_MORE
-	if (token == TOKEN_WAKE_MORE)
-		wm_done(slot_of(m));
-#endif
-	lk_mutex_lock(m);
+	lk_mutex_lock(m);	/* (never TOKEN_WAKE_MORE: requeued condvar waiters have park token 0) */
 }
 
 int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *abs)
@@ -1392,7 +1399,7 @@ static lk_token_t unlock_callback(void *ctx, struct lk_unpark_result r)
 			nv = retag(((r.have_more_threads ? dequeued(fv, false) : emptied(fv)) & ~L) | W);
 			token = fv & W ? LK_TOKEN_NORMAL : TOKEN_WAKE;
 #if LKM_WAKE_MORE
-			if (token == LK_TOKEN_NORMAL && u->extra)
+			if (token == LK_TOKEN_NORMAL && u->extra && u->picked == PARK_QUEUED_WM)
 				token = TOKEN_WAKE_MORE;
 #endif
 		}
@@ -1489,8 +1496,8 @@ int lkm_wm_unlock(lk_mutex_t *m);
 
 /*
  * The LKM_WAKE_MORE variants' unlock (mutex.h's lk_mutex_unlock with one more reason to go out of
- * line: threads queued, LKM_WAKE_MORE_Q or more, beside S or W; lk_mutex_unlock_slow() asks the
- * slot's record).
+ * line: threads queued, LKM_WAKE_MORE_Q or more, beside S or W, and the slot's record says woken
+ * waiters take the lock; lk_mutex_unlock_slow() claims a place in wm_n).
  */
 int lkm_wm_unlock(lk_mutex_t *m)
 {
@@ -1500,7 +1507,10 @@ int lkm_wm_unlock(lk_mutex_t *m)
 	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
 								     memory_order_relaxed), 1))
 		return 0;
-	while (!((v & P) && (!(v & (S | W)) || (v & H_MASK) || queued_of(v) >= LKM_WAKE_MORE_Q))) {
+	/* relaxed: a heuristic; the slow path asks again before it claims */
+	bool more = atomic_load_explicit(&slot_of(m)->wm_ok, memory_order_relaxed) >= WM_OK_MIN;
+
+	while (!((v & P) && (!(v & (S | W)) || (v & H_MASK) || (more && queued_of(v) >= LKM_WAKE_MORE_Q)))) {
 		if (!(v & L))
 			return EPERM;
 		/* release: as above */
