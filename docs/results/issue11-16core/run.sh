@@ -2,7 +2,7 @@
 # run.sh - issue 11's matrix where its thread counts straddle the core count: a 16-core machine.
 #
 #   docs/results/issue11-16core/run.sh [main] [batch] [threads-4-64]     (default: all three)
-#   docs/results/issue11-16core/run.sh counters crowd handoff         (prepared, not yet run there)
+#   docs/results/issue11-16core/run.sh counters crowd handoff wake    (prepared, not yet run there)
 #
 # main (about 7 minutes on 16 cores): the uncontended cell, the spinlock cells and the blocking
 # mutexes' cells at 2-256 threads; batch (3 minutes): the fixed-work cells; threads-4-64 (2
@@ -20,21 +20,23 @@
 # there lacks them. Each bench is stopped by SIGINT at its time limit, which makes locklab write
 # the runs that finished as an "interrupted" results file.
 #
-# The three prepared stages are the record's next measurements (README.md, "What this record does
-# not do"), about 8 minutes in all on 16 cores; they need a driver built with the lab's lk_mutex
+# The four prepared stages are the record's next measurements (README.md, "What this record does
+# not do"), about 10 minutes in all on 16 cores; they need a driver built with the lab's lk_mutex
 # variants (-DLAB_MUTEX_VARIANTS), and counters one built with -DLOCKLAB_STATS=ON as well:
 # CARRY_AB=DIR and CARRY_STATS=DIR, made by scripts/carry-driver, else build-ab/locklab-bench and
-# build-ab-stats/locklab-bench. counters (1 minute): the slow-path counters of lk_mutex and the
-# extra-spinner variants at 8-32 threads; crowd (5 minutes): lk_mutex_v_crowd and _crowd4 against
-# lk_mutex_v_base, with futex3 and absl_mutex, on 42 cells; handoff (1.5 minutes): handoff_ns 1 ms,
-# 200 us and 50 us through scripts/mutex-ab, with futex3. Limits: COUNTERS_LIMIT, CROWD_LIMIT,
-# HANDOFF_LIMIT (seconds).
+# build-ab-stats/locklab-bench. counters (1.5 minutes): the slow-path counters of lk_mutex and the
+# extra-spinner and extra-wake variants at 8-32 threads (with how often a woken waiter took the lock
+# or parked again); crowd (5 minutes): lk_mutex_v_crowd and _crowd4 against lk_mutex_v_base, with
+# futex3 and absl_mutex, on 42 cells; handoff (1.5 minutes): handoff_ns 1 ms, 200 us and 50 us
+# through scripts/mutex-ab, with futex3; wake (2 minutes): the extra-wake variants lk_mutex_v_wm2
+# and _wm2crowd (LKM_WAKE_MORE) against lk_mutex_v_base, with futex3, at 8-32 threads. Limits:
+# COUNTERS_LIMIT, CROWD_LIMIT, HANDOFF_LIMIT, WAKE_LIMIT (seconds).
 set -uo pipefail
 stages=${*:-main batch threads-4-64}
 for stage in $stages; do
 	case $stage in
-	main | batch | threads-4-64 | counters | crowd | handoff) ;;
-	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd or handoff)" >&2
+	main | batch | threads-4-64 | counters | crowd | handoff | wake) ;;
+	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd, handoff or wake)" >&2
 		exit 2 ;;
 	esac
 done
@@ -117,8 +119,9 @@ for stage in $stages; do
 		bench 150 threads-4-64 mutex --lock "$mutexes" --threads 4,64 --cs-ns 1,100,2000 \
 			--parallel-ratio 0,10 --repeat 4 --baseline glibc_normal ;;
 	counters)
-		LOCKLAB_BENCH=$stats bench "${COUNTERS_LIMIT:-60}" counters mutex \
-			--lock lk_mutex_v_base,lk_mutex_v_crowd,lk_mutex_v_crowd4 --threads 8,16,32 \
+		LOCKLAB_BENCH=$stats bench "${COUNTERS_LIMIT:-90}" counters mutex \
+			--lock lk_mutex_v_base,lk_mutex_v_crowd,lk_mutex_v_crowd4,lk_mutex_v_wm2,lk_mutex_v_wm2crowd \
+			--threads 8,16,32 \
 			--cs-ns 1,100 --parallel-ratio 0,10 --repeat 2 --baseline lk_mutex_v_base ;;
 	crowd)
 		LOCKLAB_BENCH=$ab bench "${CROWD_LIMIT:-300}" crowd mutex \
@@ -137,6 +140,11 @@ for stage in $stages; do
 			--variant "futex3=$ab:futex3" --threads 8,16,32 --cs-ns 1,100 --parallel-ratio 0,10 \
 			--repeat 4 --duration 0.2 --warmup 0.05 --out "$out/handoff.jsonl"
 		echo "== handoff: rc $? at $(date -u +%T); load $(cat /proc/loadavg)" ;;
+	wake)
+		LOCKLAB_BENCH=$ab bench "${WAKE_LIMIT:-120}" wake mutex \
+			--lock lk_mutex_v_base,lk_mutex_v_wm2,lk_mutex_v_wm2crowd,futex3 \
+			--threads 8,16,17,32 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
+			--baseline lk_mutex_v_base ;;
 	esac
 done
 gzip -f "$out"/*.json "$out"/*.jsonl "$out"/*.partial 2>/dev/null
