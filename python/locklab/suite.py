@@ -343,6 +343,18 @@ def _entry(sd):
     return f"**behind {sd['other']}: {_ratio(sd['ratio'])}** {_ci(sd['ratio_ci95'])}"
 
 
+START_SHARE = 0.25  # a batch whose threads start this share of its time apart measures start-up too
+
+
+def start_share(by_lock, locks):
+    """Median over the runs of `locks` of start_skew_s / finish_s (mutex-batch): how much of the time
+    to finish went by before the last thread started. None when no run reports both."""
+    shares = [r["start_skew_s"] / r["finish_s"] for lk in locks for r in by_lock.get(lk, [])
+              if isinstance(r.get("start_skew_s"), (int, float)) and
+              isinstance(r.get("finish_s"), (int, float)) and r["finish_s"] > 0]
+    return _median(shares) if shares else None
+
+
 def standing_md(doc, subject):
     """The subject's standing per cell on every JUDGED metric, and the list of the cells where it is
     neither first nor tied (empty when the subject is not in the file)."""
@@ -350,6 +362,7 @@ def standing_md(doc, subject):
     if not metrics or subject not in doc.get("locks", []):
         return []
     losses, table = {True: [], False: []}, []
+    started = {}  # mutex-batch: losses whose threads started START_SHARE of the time apart
     pairs = 0
     for cell in doc["cells"]:
         by_lock = cell_results(doc, cell)
@@ -361,6 +374,10 @@ def standing_md(doc, subject):
                 continue
             pairs += 1
             if sd["place"] == "behind":
+                share = start_share(by_lock, (subject, sd["other"])) \
+                    if doc.get("workload") == "mutex-batch" else None
+                if share is not None and share >= START_SHARE:
+                    started[_cell_label(cell["params"])] = share
                 losses[m in TARGETED].append(
                               f"| {_cell_label(cell['params'])} | {LABEL.get(m, m)} | {sd['other']} | "
                               f"{fmt_num(sd['subject_median'])} | {fmt_num(sd['other_median'])} | "
@@ -388,6 +405,13 @@ def standing_md(doc, subject):
             lines += [f"{what}: {n}" + (":" if n else "."), ""]
             if n:
                 lines += head + losses[targeted] + [""]
+        if started:
+            lines += [f"Start-up: in {len(started)} of these cells the last thread started "
+                      f"{START_SHARE:.0%} or more of the time to finish after the first (median "
+                      f"start skew / time to finish over {subject}'s runs and the other lock's): "
+                      + ", ".join(f"{c} ({v:.0%})" for c, v in started.items()) +
+                      ". There the batch measures how soon the threads get a CPU as much as the "
+                      "lock; a larger --total-ops measures the lock.", ""]
     else:
         lines.append(f"None: {subject} is first or tied with the winner in all {pairs} (cell, "
                      "metric) pairs.")

@@ -115,6 +115,30 @@ def test_batch_losses_use_time_to_finish_lower_is_better():
     assert "Reported beside them: 1:" in text  # the slowest thread; time to finish is a target
 
 
+def test_batch_losses_whose_threads_started_far_apart_are_named():
+    def res(fin, skew):
+        return lambda i: {"finish_s": fin + i / 100, "slowest_thread_s": fin + i / 100,
+                          "start_skew_s": skew, "fairness_jain": 1.0,
+                          "latency": {"p99_ns": 100, "p999_ns": 200}}
+    # threads=32: skews 1.0 s of ~2.0 and 0.5 of ~1.0: half the time (named);
+    # threads=4: 0.2 of ~2.0 and 0.1 of ~1.0: a tenth (not named); both are losses
+    runs = (_runs("lk_mutex", {"threads": 32}, res(2.0, 1.0)) +
+            _runs("glibc_normal", {"threads": 32}, res(1.0, 0.5)) +
+            _runs("lk_mutex", {"threads": 4}, res(2.0, 0.2)) +
+            _runs("glibc_normal", {"threads": 4}, res(1.0, 0.1)))
+    doc = {"workload": "mutex-batch", "locks": ["lk_mutex", "glibc_normal"], "runs": runs,
+           "cells": [{"params": {"threads": 32}, "stats": {}}, {"params": {"threads": 4}, "stats": {}}]}
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    assert "| threads=32 | time to finish | glibc_normal |" in text
+    assert "| threads=4 | time to finish | glibc_normal |" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("Start-up:"))
+    assert "in 1 of these cells" in line and "threads=32 (49%)" in line
+    assert "threads=4" not in line
+    # a timed-window workload never gets the note, whatever its results hold
+    assert "Start-up:" not in "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
+    assert suite.start_share({"a": [{"finish_s": 0, "start_skew_s": 1}]}, ["a"]) is None
+
+
 def test_issue11_targets_cpu_at_oversubscription_and_uncontended_pair():
     text = "\n".join(suite.issue11_targets_md(mutex_doc(), "lk_mutex"))
     # only threads=32 is oversubscribed on 2 CPUs; lk_mutex 202 ns against parking_lot's 102
