@@ -20,9 +20,11 @@
  * other, never twice, never lost.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -185,6 +187,50 @@ int lab_bad_arg(const char *arg, const char *what, const char *got)
 {
 	fprintf(stderr, "locklab-bench: --%s: expected %s, got '%s'\n", arg, what, got ? got : "");
 	return 2;
+}
+
+int lab_apply_cpus(const char *spec, unsigned *usable)
+{
+	static const char what[] = "all, first, a CPU number or a range A-B (as taskset -c)";
+	cpu_set_t set;
+	unsigned long lo, hi;
+	char *end;
+
+	if (spec && strcmp(spec, "first") == 0) {
+		/* the lowest CPU this process may use: one pinned CPU wherever the run is allowed */
+		if (sched_getaffinity(0, sizeof(set), &set))
+			return lab_bad_arg("cpus", "a process whose CPU affinity can be read", spec);
+		for (int c = 0; c < CPU_SETSIZE; c++) {
+			if (CPU_ISSET(c, &set)) {
+				CPU_ZERO(&set);
+				CPU_SET(c, &set);
+				break;
+			}
+		}
+		if (sched_setaffinity(0, sizeof(set), &set))
+			return lab_bad_arg("cpus", "CPUs that are online and that this process may use", spec);
+	} else if (!spec || strcmp(spec, "all") != 0) {
+		if (!spec || !isdigit((unsigned char)spec[0]))
+			return lab_bad_arg("cpus", what, spec);
+		errno = 0;
+		lo = hi = strtoul(spec, &end, 10);
+		if (*end == '-') {
+			if (!isdigit((unsigned char)end[1]))
+				return lab_bad_arg("cpus", what, spec);
+			hi = strtoul(end + 1, &end, 10);
+		}
+		if (errno || *end || hi < lo)
+			return lab_bad_arg("cpus", what, spec);
+		if (hi >= CPU_SETSIZE)
+			return lab_bad_arg("cpus", "CPU numbers below 1024", spec);
+		CPU_ZERO(&set);
+		for (unsigned long c = lo; c <= hi; c++)
+			CPU_SET(c, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			return lab_bad_arg("cpus", "CPUs that are online and that this process may use", spec);
+	}
+	*usable = sched_getaffinity(0, sizeof(set), &set) ? 0 : (unsigned)CPU_COUNT(&set);
+	return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -159,6 +159,13 @@ const struct lab_alg *lab_a(const struct lab_run *r, const char *name);
 
 /* Print "locklab-bench: --arg: expected WHAT, got 'GOT'" and return 2 (the bad-input exit status). */
 int lab_bad_arg(const char *arg, const char *what, const char *got);
+/*
+ * --cpus: restrict this process, and every thread it starts afterwards, to the CPUs `spec` names:
+ * "all" (leave the affinity it was started with), "first" (the lowest CPU of that affinity: one
+ * pinned CPU wherever the run is allowed), "N" or "A-B" (as taskset -c; a container's cpuset). Returns 0, or 2 after a message naming --cpus. *usable: the CPUs it may then run on
+ * (0 if that cannot be read).
+ */
+int lab_apply_cpus(const char *spec, unsigned *usable);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Measurement                                                                                       */

@@ -91,6 +91,7 @@ struct mutex_shared {
 	uint64_t batch_ops;		/* mutex-batch: operations per thread */
 	struct mutex_line *lines;
 	uint64_t *stats;		/* nthreads x LOCKSTAT_NR, or NULL when the lock does not count */
+	unsigned usable_cpus;		/* --cpus: the CPUs the run may use (0: unknown) */
 	/* line 2: protected by the lock */
 	uint64_t counter __attribute__((aligned(LAB_CACHELINE)));
 } __attribute__((aligned(LAB_CACHELINE)));
@@ -268,14 +269,20 @@ static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 	unsigned nthreads = (unsigned)lab_u(r, "threads");
 	uint64_t ratio = lab_u(r, "parallel-ratio");
 	struct mutex_shared *s;
+	unsigned usable;
 	int err;
 
+	/* first: the busy-loop calibration and the references below run where the threads will */
+	err = lab_apply_cpus(lab_s(r, "cpus"), &usable);
+	if (err)
+		return err;
 	/* the driver has checked family and availability; the ops type is this file's business */
 	if (strcmp(alg->opstype, "lock") != 0 || !alg->ops)
 		return lab_bad_arg("lock", "a lock (opstype 'lock') that is available in this build",
 				   alg->name);
 
 	s = lab_alloc_aligned(sizeof(*s));
+	s->usable_cpus = usable;
 	s->ops = alg->ops;
 	s->load = lab_u(r, "load");
 	s->cs_iters = lab_busy_iters((double)lab_u(r, "cs-ns"));
@@ -381,6 +388,7 @@ static bool emit_common(struct lab_json *out, struct mutex_shared *s, const stru
 	for (unsigned i = 0; i < w->nthreads; i++)
 		*expected += w->ctx[i].user[0];
 	lab_emit_latency(out, "latency", w);
+	lj_u64(out, "usable_cpus", s->usable_cpus);
 	lj_dbl(out, "latency_floor_ns", refs->floor_ns);
 	lj_dbl(out, "pause_ns", lab_pause_ns());
 	lj_dbl(out, "cs_ns", refs->cs_ns);
@@ -491,7 +499,10 @@ static int batch_run(const struct lab_run *r, struct lab_json *out)
 	  "work outside the lock as R times the critical section's: adds R x --load pauses and "	\
 	  "R x --cs-ns ns (P = 0, L, 10L, 100L is R = 0,1,10,100)", true },			\
 	{ "lat-every", LAB_P_UINT, "16", 1, 1e9, NULL,						\
-	  "time every Nth acquisition (acquisition latency sampling)", false }
+	  "time every Nth acquisition (acquisition latency sampling)", false },			\
+	{ "cpus", LAB_P_STR, "all", 0, 0, NULL,							\
+	  "the CPUs the run may use: all (as started), first (the lowest of those), N or A-B (as "	\
+	  "taskset -c, or a container's cpuset)", true }
 
 #define MUTEX_PARAMS(families, deflock)								\
 	{ "lock", LAB_P_ALG, deflock, 0, 0, families, "the lock to measure", false },		\

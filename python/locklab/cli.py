@@ -85,7 +85,7 @@ def _top_parser():
     pd.add_argument("--resume", action="store_true", help="continue an interrupted demo in --out DIR")
     pd.add_argument("--no-progress", action="store_true", help="no progress bar")
     ps = sub.add_parser("suite", help="every experiment of the source documents (seeds 004, 002, "
-                        "000) and issue 11's wide matrix, with HTML report (~50 minutes on 2 cores)")
+                        "000) and issue 11's wide matrix, with HTML report (~55 minutes on 2 cores)")
     ps.add_argument("--out", metavar="DIR", help="output directory (default results/suite-<time>)")
     ps.add_argument("--quick", action="store_true", help="a tiny version that takes seconds")
     ps.add_argument("--only", metavar="A,B", help="run only these experiments (see --list)")

@@ -36,6 +36,12 @@ def run_ok(*args):
     (["mutex-batch", "--threads", "0"], "--threads"),
     (["mutex-batch", "--duration", "1"], "--duration"),  # a batch has no window
     (["mutex-batch", "--lock", "spinlock_that_is_not"], "--lock"),
+    (["mutex", "--cpus", "x"], "--cpus"),
+    (["mutex", "--cpus", "1-0"], "--cpus"),
+    (["mutex", "--cpus", "0-"], "--cpus"),
+    (["mutex", "--cpus", "-1"], "--cpus"),
+    (["spinlock", "--cpus", "99999"], "--cpus"),
+    (["mutex-batch", "--cpus", "1023"], "--cpus"),  # a CPU this machine does not have
 ])
 def test_bad_values_exit_2_with_one_line(args, names):
     p = bench(*args)
@@ -164,3 +170,16 @@ def test_bad_busy_calibration_exits_2_with_one_line(monkeypatch, value):
         assert p.returncode == 2 and p.stdout == "", (args, p.returncode, p.stderr)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "LOCKLAB_BUSY_NS_PER_ITER" in lines[0] and f"'{value}'" in lines[0]
+
+
+def test_cpus_pins_the_run_and_says_how_many_it_could_use():
+    """--cpus N is taskset -c N, and first is the lowest CPU the run may use: the run reports one
+    usable CPU; the default leaves the affinity it was started with."""
+    first = min(os.sched_getaffinity(0))
+    assert run_ok("mutex", "--threads", "2", *SHORT, "--cpus", "first")["usable_cpus"] == 1
+    assert run_ok("mutex", "--threads", "2", *SHORT, "--cpus", str(first))["usable_cpus"] == 1
+    assert run_ok("mutex-batch", "--threads", "2", "--ops", "100", "--cpus",
+                  f"{first}-{first}")["usable_cpus"] == 1
+    doc = run_doc("spinlock", "--threads", "2", *SHORT)
+    assert doc["params"]["cpus"] == "all"
+    assert doc["result"]["usable_cpus"] == len(os.sched_getaffinity(0))

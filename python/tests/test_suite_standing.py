@@ -151,6 +151,18 @@ def test_issue11_targets_cpu_at_oversubscription_and_uncontended_pair():
     assert suite.issue11_targets_md({**mutex_doc(), "workload": "spinlock"}, "lk_mutex") == []
 
 
+def test_issue11_cpu_target_counts_threads_against_the_cpus_the_runs_could_use():
+    """A pinned run (--cpus: usable_cpus 1 on a 2-CPU machine) is oversubscribed at 2 threads."""
+    doc = mutex_doc()
+    doc["runs"] = [r for r in doc["runs"] if r["params"]["threads"] == 2]
+    doc["cells"] = doc["cells"][:1]
+    assert "met in all 0 cells" in "\n".join(suite.issue11_targets_md(doc, "lk_mutex"))
+    for r in doc["runs"]:
+        r["result"]["usable_cpus"] = 1
+    text = "\n".join(suite.issue11_targets_md(doc, "lk_mutex"))
+    assert "more threads than CPUs (1)" in text and "met in all 1 cells." in text
+
+
 def test_issue11_cpu_target_miss_within_the_spread_is_told_apart():
     """A median 1.27x the peer's whose runs straddle 1.10x the peer's (as CPU per op does where the
     work outside the lock dominates) is listed, and said to be within the spread; one whose runs all
