@@ -45,6 +45,18 @@ def test_medians_per_cell_and_lock_from_run_lines(tmp_path):
     assert "parks/op" not in line(r.stdout, "b") and "16/100/10" not in r.stdout
 
 
+def test_utilisation_is_of_the_cpus_the_run_could_use(tmp_path):
+    """A run pinned by --cpus reports usable_cpus: 1.5 CPU-seconds in 1 s is 0.75 of the 2 online
+    CPUs, but a pinned run that used 0.9 of its one CPU is at 0.90, not 0.45."""
+    f = tmp_path / "d.jsonl"
+    pinned = rec("p", 8, 1e6, 0.5, 0.9)
+    pinned["result"]["usable_cpus"] = 1
+    f.write_text(json.dumps(pinned) + "\n" + json.dumps(rec("q", 8, 1e6, 0.5, 1.5)) + "\n")
+    r = cs("--cells", "8/100/10", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "util 0.90" in line(r.stdout, "p") and "util 0.75" in line(r.stdout, "q"), r.stdout
+
+
 def test_reads_a_results_file_and_filters_locks():
     r = cs("--cells", "8/100/10", "--locks", "rust_std", str(AB1A))
     assert r.returncode == 0, r.stderr
