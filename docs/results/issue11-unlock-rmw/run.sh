@@ -3,7 +3,7 @@
 # EXPERIMENT that breaks the owed bound, never to be landed as it is) and the peers, on both CPUs
 # and on one pinned CPU.
 #
-#   docs/results/issue11-unlock-rmw/run.sh [ab2cpu] [ab1cpu] [perf] [batch]     (default: all four)
+#   docs/results/issue11-unlock-rmw/run.sh [ab2cpu] [ab1cpu] [perf] [batch] [onecpu]   (default: all)
 #
 # The patched driver is built in a scratch worktree, /tmp/locklab-unlock-rmw. ab2cpu: lk_mutex,
 # the patched lk_mutex and rust_parking_lot at 1-32 threads x 1 and 100 ns x 0 and 1x outside,
@@ -11,10 +11,12 @@
 # outside work, under `taskset -c 0`. perf: where lk_mutex's time goes at 8 threads / 1 ns on one
 # CPU (perf record / annotate of lkm_unlock; needs perf). batch: the fixed-work cell 32 threads /
 # 1 ns / 300k critical sections, lk_mutex and rust_parking_lot, 5 runs each, alternating, on one
-# pinned CPU and on both (batch.txt). Every run uses the wide matrix's busy-loop calibration.
+# pinned CPU and on both (batch.txt). onecpu: one-cpu.patch (no spinning and no W on one CPU)
+# built in /tmp/locklab-one-cpu, against 548eddf's lk_mutex, futex3 and rust_parking_lot, pinned
+# (onecpu.jsonl). Every run uses the wide matrix's busy-loop calibration.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-stages=${*:-ab2cpu ab1cpu perf batch}
+stages=${*:-ab2cpu ab1cpu perf batch onecpu}
 out=docs/results/issue11-unlock-rmw
 wt=/tmp/locklab-unlock-rmw
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
@@ -59,6 +61,23 @@ for stage in $stages; do
 				done
 			done
 		done | tee "$out/batch.txt" ;;
-	*) echo "run.sh: unknown stage '$stage' (expected ab2cpu, ab1cpu, perf or batch)" >&2; exit 2 ;;
+	onecpu)
+		one=/tmp/locklab-one-cpu base=/tmp/locklab-one-cpu-base
+		for d in "$one" "$base"; do
+			if [ ! -x "$d/build/locklab-bench" ]; then
+				rm -rf "$d"
+				git worktree add -q --detach "$d" 548eddf
+				[ "$d" = "$base" ] || git -C "$d" apply "$PWD/$out/one-cpu.patch"
+				cmake -S "$d" -B "$d/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+				cmake --build "$d/build" --target locklab-bench >/dev/null
+			fi
+		done
+		taskset -c 0 $py scripts/mutex-ab --variant before="$base/build/locklab-bench:lk_mutex" \
+			--variant after="$one/build/locklab-bench:lk_mutex" \
+			--variant futex3=build/locklab-bench:futex3 \
+			--variant pl=build/locklab-bench:rust_parking_lot \
+			--threads 2,4,8,32 --cs-ns 1,100 --parallel-ratio 0,1 --repeat 5 \
+			--duration 0.3 --warmup 0.05 --out "$out/onecpu.jsonl" ;;
+	*) echo "run.sh: unknown stage '$stage' (expected ab2cpu, ab1cpu, perf, batch or onecpu)" >&2; exit 2 ;;
 	esac
 done
