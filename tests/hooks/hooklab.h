@@ -168,4 +168,12 @@ static inline void hk_start_locker(pthread_t *t, lk_mutex_t *m, int role)
 	CHECK_EQ(pthread_create(t, NULL, hk_locker, &hk_locker_args[role]), 0);
 }
 
+/* hk_start_locker(), then wait (yielding) until the word counts `queued` threads parked on m. */
+static inline void hk_start_queued(pthread_t *t, lk_mutex_t *m, int role, uint32_t queued)
+{
+	hk_start_locker(t, m, role);
+	while (hk_queued(m) != queued)
+		sched_yield();
+}
+
 #endif /* LOCKLAB_HOOKLAB_H */

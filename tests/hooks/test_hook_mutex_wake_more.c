@@ -115,15 +115,9 @@ int main(void)
 	set_wm(0, 0);
 
 	lk_mutex_lock(&m);					/* 1 */
-	hk_start_locker(&t, &m, ROLE_T);
-	while (queued() != 1)
-		sched_yield();
-	hk_start_locker(&x, &m, ROLE_X);
-	while (queued() != 2)
-		sched_yield();
-	hk_start_locker(&y, &m, ROLE_Y);
-	while (queued() != 3)
-		sched_yield();
+	hk_start_queued(&t, &m, ROLE_T, 1);
+	hk_start_queued(&x, &m, ROLE_X, 2);
+	hk_start_queued(&y, &m, ROLE_Y, 3);
 
 	CHECK_EQ(lkm_wm_unlock(&m), 0);				/* 2: the plain wake of T */
 	hk_wait(t_is_held, "the woken thread reaching mutex.woken (woken with TOKEN_WAKE)");
@@ -173,9 +167,7 @@ int main(void)
 	/* T2 woken and held at mutex.woken (W set); C queued behind it, woken as the extra one */
 	hk_gate_reset(&t_gate);
 	lk_mutex_lock(&m);
-	hk_start_locker(&t2, &m, ROLE_T2);
-	while (queued() != 1)
-		sched_yield();
+	hk_start_queued(&t2, &m, ROLE_T2, 1);
 	CHECK_EQ(lkm_wm_unlock(&m), 0);				/* wakes T2, held at mutex.woken (W set) */
 	hk_wait(t_is_held, "T2 reaching mutex.woken");
 	CHECK_EQ(pthread_create(&c, NULL, cond_waiter, NULL), 0);
@@ -202,9 +194,7 @@ int main(void)
 
 	set_wm(WM_OK_MIN, 0);
 	lk_mutex_lock(&m);
-	hk_start_locker(&r, &m, ROLE_R);
-	while (queued() != 1)
-		sched_yield();
+	hk_start_queued(&r, &m, ROLE_R, 1);
 	CHECK_EQ(lkm_wm_unlock(&m), 0);				/* wakes R (TOKEN_WAKE) */
 	hk_wait(r_woken_held, "R reaching mutex.woken");
 	lk_mutex_lock(&m);					/* R will find it held */

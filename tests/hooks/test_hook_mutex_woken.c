@@ -59,12 +59,8 @@ int main(void)
 	hk_mutex_policy(0, LK_MUTEX_HANDOFF_NS_LIMIT);
 
 	lk_mutex_lock(&m);					/* 1 */
-	hk_start_locker(&t, &m, ROLE_T);
-	while (queued() != 1)
-		sched_yield();
-	hk_start_locker(&x, &m, ROLE_X);
-	while (queued() != 2)
-		sched_yield();
+	hk_start_queued(&t, &m, ROLE_T, 1);
+	hk_start_queued(&x, &m, ROLE_X, 2);
 
 	CHECK_EQ(lk_mutex_unlock(&m), 0);			/* 2: wakes T (the head) */
 	hk_wait(t_is_held, "the woken thread reaching mutex.woken (woken with TOKEN_WAKE)");
