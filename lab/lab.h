@@ -160,12 +160,15 @@ const struct lab_alg *lab_a(const struct lab_run *r, const char *name);
 /* Print "locklab-bench: --arg: expected WHAT, got 'GOT'" and return 2 (the bad-input exit status). */
 int lab_bad_arg(const char *arg, const char *what, const char *got);
 /*
- * --cpus: restrict this process, and every thread it starts afterwards, to the CPUs `spec` names:
- * "all" (leave the affinity it was started with), "first" (the lowest CPU of that affinity: one
- * pinned CPU wherever the run is allowed), "N" or "A-B" (as taskset -c; a container's cpuset). Returns 0, or 2 after a message naming --cpus. *usable: the CPUs it may then run on
- * (0 if that cannot be read).
+ * --cpus: restrict the calling thread, and every thread it starts afterwards, to the CPUs `spec`
+ * names: "all" (leave the affinity it was started with), "first" (the lowest CPU of that affinity:
+ * one pinned CPU wherever the run is allowed), "N" or "A-B" (as taskset -c; a container's cpuset).
+ * Returns 0, or 2 after a message naming --cpus. *usable: the CPUs it may then run on (0 if that
+ * cannot be read). *restore: what lab_restore_cpus() needs to put the old affinity back (NULL when
+ * nothing changed), so that a workload run in-process leaves its caller as it found it.
  */
-int lab_apply_cpus(const char *spec, unsigned *usable);
+int lab_apply_cpus(const char *spec, unsigned *usable, void **restore);
+void lab_restore_cpus(void *restore);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Measurement                                                                                       */

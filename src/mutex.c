@@ -481,8 +481,9 @@ static inline struct slot *slot_of(const lk_mutex_t *m)
 }
 
 /*
- * A waiter unparked without a handoff (*from_wake) took the lock, or is about to park again: count
- * it (statistics build) and, for LKM_WAKE_MORE, record it in the slot's wm_ok.
+ * A waiter unparked without a handoff (*from_wake) took the lock, or is queued again (validate()
+ * decided it, under the bucket lock): count it (statistics build) and, for LKM_WAKE_MORE, record it
+ * in the slot's wm_ok.
  */
 static inline void woken_outcome(struct slot *sl, bool *from_wake, bool took)
 {
@@ -685,7 +686,16 @@ struct waiter {
 	bool parked;			/* parked before in this call (handoff_at is set) */
 	bool owed;			/* counted in H, park token PARK_OWED */
 	bool took;			/* lock_expired() found the lock free and took it */
+#if WOKEN_TRACK
+	bool from_wake;			/* unparked without a handoff, not queued since (woken_outcome()) */
+#endif
 };
+
+#if WOKEN_TRACK
+#define from_wake_of(w) (&(w)->from_wake)
+#else
+#define from_wake_of(w) ((bool *)NULL)	/* woken_outcome() does nothing */
+#endif
 
 /*
  * The deadline to sleep with: the caller's, or the handoff deadline if that comes first. A caller's
@@ -1012,6 +1022,7 @@ static int lock_validate(void *ctx)
 		nv = retag(with_queued(fv, queued_of(fv) + 1));
 	} while (nv != v && !atomic_compare_exchange_weak_explicit(&w->m->word, &v, nv, memory_order_relaxed,
 								   memory_order_relaxed));
+	woken_outcome(slot_of(w->m), from_wake_of(w), false);	/* woken, and queued again */
 	/* invariant 7: parked before and nobody owed - back to the head, where the longest waiter is */
 	return w->parked && !owed_of(nv) ? LKP_PARK_HEAD : LKP_PARK_TAIL;
 }
@@ -1106,11 +1117,13 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 	unsigned wait_yields = 0;	/* LKM_WAIT_YIELDS since our last park */
 	int64_t wait_t0 = 0;		/* LKM_WAIT_YIELDS: when the first of them began */
 	bool crowded = false;		/* LKM_CROWD: spun beside the S holder since our last park */
-	bool from_wake = woken;		/* unparked without a handoff, not parked since (woken_outcome()) */
 
 	(void)wait_yields;
 	(void)wait_t0;
 	(void)crowded;
+#if WOKEN_TRACK
+	w.from_wake = woken;
+#endif
 	/* relaxed: we only look; every transition below is a CAS */
 	uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
 
@@ -1140,7 +1153,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		if (own_s) {
 			own_s = false;
 			if (spin(m, sl, lim, &v, &w) == SPIN_ACQUIRED) {
-				woken_outcome(sl, &from_wake, true);
+				woken_outcome(sl, from_wake_of(&w), true);
 				return 0;
 			}
 			/* gave up: S cleared, P set, L was set; sleep until woken, then spin again */
@@ -1160,7 +1173,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			/* B. acquire: pairs with the release of the unlock that freed it */
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, v | L, memory_order_acquire,
 								  memory_order_relaxed)) {
-				woken_outcome(sl, &from_wake, true);
+				woken_outcome(sl, from_wake_of(&w), true);
 				return 0;
 			}
 			continue;
@@ -1193,7 +1206,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			int cr = crowd_spin(m, lim, &v, &w);
 
 			if (cr == SPIN_ACQUIRED) {
-				woken_outcome(sl, &from_wake, true);
+				woken_outcome(sl, from_wake_of(&w), true);
 				return 0;
 			}
 #if LKM_WAIT_YIELDS
@@ -1247,7 +1260,6 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 		if (r != LK_PARK_INVALID) {
 			w.parked = true;
 			lockstat_inc(mutex_park);
-			woken_outcome(sl, &from_wake, false);	/* woken, and queued again */
 		}
 		if (r == LK_PARK_UNPARKED) {
 			if (token == TOKEN_HANDOFF) {
@@ -1261,7 +1273,9 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 #endif
 			may_spin = lim.max > 0;
 			woken = token == TOKEN_WAKE;
-			from_wake = true;
+#if WOKEN_TRACK
+			w.from_wake = true;
+#endif
 			wait_yields = 0;
 			crowded = false;
 		} else if (r == LK_PARK_TIMEDOUT) {

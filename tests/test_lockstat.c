@@ -16,7 +16,10 @@
  *     (mutex_woken_took: exactly 1). The owner re-locks at once after each unlock and waits for the
  *     waiter to park again, so the woken waiter usually finds the lock taken and parks again; the
  *     rounds must see that outcome (statistics build; zeros in the normal build).
+ *  5. The mutex workload run in-process with --cpus first pins its threads to one CPU (it reports
+ *     usable_cpus 1) and gives the calling thread its affinity back when it returns.
  */
+#define _GNU_SOURCE	/* sched_getaffinity(), CPU_COUNT() */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -245,6 +248,23 @@ static void check_woken_outcomes(void)
 	CHECK_EQ(lk_mutex_set_policy(&old), 0);
 }
 
+static void check_cpus_restored(void)
+{
+	const char *pinned[] = { "lock", "lk_mutex", "threads", "2", "duration", "0.02", "warmup", "0",
+				 "cpus", "first", NULL };
+	cpu_set_t before, after;
+
+	CHECK_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+	char *out = run_mutex(pinned);
+
+	if (out) {
+		CHECK(strstr(out, "\"usable_cpus\":1,") != NULL);
+		free(out);
+	}
+	CHECK_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+	CHECK(CPU_EQUAL(&before, &after));
+}
+
 int main(void)
 {
 	lkt_watchdog(120);
@@ -252,5 +272,6 @@ int main(void)
 	check_per_thread();
 	check_lab_report();
 	check_woken_outcomes();
+	check_cpus_restored();
 	return lkt_done(BUILT_WITH_STATS ? "test_lockstat (statistics build)" : "test_lockstat");
 }

@@ -92,6 +92,7 @@ struct mutex_shared {
 	struct mutex_line *lines;
 	uint64_t *stats;		/* nthreads x LOCKSTAT_NR, or NULL when the lock does not count */
 	unsigned usable_cpus;		/* --cpus: the CPUs the run may use (0: unknown) */
+	void *cpus_restore;		/* --cpus: the affinity to put back (lab_restore_cpus) */
 	/* line 2: protected by the lock */
 	uint64_t counter __attribute__((aligned(LAB_CACHELINE)));
 } __attribute__((aligned(LAB_CACHELINE)));
@@ -255,6 +256,7 @@ static size_t lat_cap_for(unsigned nthreads)
 
 static void mutex_free(struct mutex_shared *s)
 {
+	lab_restore_cpus(s->cpus_restore);
 	free(s->stats);
 	free(s->lock);
 	free(s->lines);
@@ -269,20 +271,20 @@ static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 	unsigned nthreads = (unsigned)lab_u(r, "threads");
 	uint64_t ratio = lab_u(r, "parallel-ratio");
 	struct mutex_shared *s;
-	unsigned usable;
 	int err;
 
-	/* first: the busy-loop calibration and the references below run where the threads will */
-	err = lab_apply_cpus(lab_s(r, "cpus"), &usable);
-	if (err)
-		return err;
 	/* the driver has checked family and availability; the ops type is this file's business */
 	if (strcmp(alg->opstype, "lock") != 0 || !alg->ops)
 		return lab_bad_arg("lock", "a lock (opstype 'lock') that is available in this build",
 				   alg->name);
 
 	s = lab_alloc_aligned(sizeof(*s));
-	s->usable_cpus = usable;
+	/* first: the busy-loop calibration and the references below run where the threads will */
+	err = lab_apply_cpus(lab_s(r, "cpus"), &s->usable_cpus, &s->cpus_restore);
+	if (err) {
+		mutex_free(s);
+		return err;
+	}
 	s->ops = alg->ops;
 	s->load = lab_u(r, "load");
 	s->cs_iters = lab_busy_iters((double)lab_u(r, "cs-ns"));
