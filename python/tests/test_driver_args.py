@@ -89,7 +89,7 @@ def test_describe_lists_both_workloads_and_their_params():
     doc = json.loads(p.stdout)
     wls = {w["name"]: w for w in doc["workloads"]}
     want = {"lock", "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio",
-            "duration", "warmup", "lat-every"}
+            "duration", "warmup", "lat-every", "cpus"}
     for name, families in (("mutex", "mutex,spinlock"), ("spinlock", "spinlock")):
         assert name in wls
         params = {q["name"]: q for q in wls[name]["params"]}
@@ -97,7 +97,8 @@ def test_describe_lists_both_workloads_and_their_params():
         assert params["lock"]["type"] == "alg" and params["lock"]["choices"] == families
         assert params["threads"]["min"] == 1 and params["threads"]["max"] == 4096
         assert {k for k, q in params.items() if q["axis"]} == {
-            "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio"}
+            "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio", "cpus"}
+        assert params["cpus"]["type"] == "str" and params["cpus"]["default"] == "all"
         assert wls[name]["metric"] == "ops_per_sec" and wls[name]["higher_is_better"]
 
 
