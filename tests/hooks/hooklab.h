@@ -168,12 +168,23 @@ static inline void hk_start_locker(pthread_t *t, lk_mutex_t *m, int role)
 	CHECK_EQ(pthread_create(t, NULL, hk_locker, &hk_locker_args[role]), 0);
 }
 
-/* hk_start_locker(), then wait (yielding) until the word counts `queued` threads parked on m. */
+/*
+ * hk_start_locker(), then wait (yielding) until the word counts `queued` threads parked on m; after
+ * 10 s fail at once, as hk_wait() does.
+ */
 static inline void hk_start_queued(pthread_t *t, lk_mutex_t *m, int role, uint32_t queued)
 {
+	uint64_t end = lkt_now_ns(CLOCK_MONOTONIC) + 10000000000ull;
+
 	hk_start_locker(t, m, role);
-	while (hk_queued(m) != queued)
+	while (hk_queued(m) != queued) {
+		if (lkt_now_ns(CLOCK_MONOTONIC) >= end) {
+			fprintf(stderr, "FAILED: role %d did not queue (%u queued, %u expected) within 10 s\n",
+				role, hk_queued(m), queued);
+			_exit(1);
+		}
 		sched_yield();
+	}
 }
 
 #endif /* LOCKLAB_HOOKLAB_H */

@@ -100,6 +100,8 @@ static bool t_is_held(void) { return hk_gate_is_held(&t_gate); }
 static bool x_done(void) { return atomic_load(&hk_got[ROLE_X]) && wm_n() == 0; }
 static bool t_and_y_done(void) { return atomic_load(&hk_got[ROLE_T]) && atomic_load(&hk_got[ROLE_Y]); }
 static bool c_done(void) { return atomic_load(&hk_got[ROLE_C]); }
+static bool c_on_cv(void) { return atomic_load(&c_waiting) && !(word() & LK_MUTEX_LOCKED); }
+static bool c_queued(void) { return queued() == 1; }
 static bool t2_done(void) { return atomic_load(&hk_got[ROLE_T2]); }
 static bool r_woken_held(void) { return hk_gate_is_held(&r_woken); }
 static bool r_park_held(void) { return hk_gate_is_held(&r_park); }
@@ -171,11 +173,13 @@ int main(void)
 	CHECK_EQ(lkm_wm_unlock(&m), 0);				/* wakes T2, held at mutex.woken (W set) */
 	hk_wait(t_is_held, "T2 reaching mutex.woken");
 	CHECK_EQ(pthread_create(&c, NULL, cond_waiter, NULL), 0);
-	while (!atomic_load(&c_waiting))
-		sched_yield();
+	/*
+	 * Until C waits on cv, m is C's: a lock here would park behind it, and C's unlock (W set by
+	 * T2, held) would wake nobody. So wait for C to be in lk_cond_timedwait, which frees m.
+	 */
+	hk_wait(c_on_cv, "C waiting on cv, m free");
 	lk_mutex_lock(&m);
-	while (queued() != 1)					/* C timed out and queued on m */
-		sched_yield();
+	hk_wait(c_queued, "C timed out on cv and queued on m");
 	set_wm(256, 0);
 	slow0 = hk_count("mutex.unlock_slow");
 	CHECK_EQ(lkm_wm_unlock(&m), 0);				/* extra wake due: the head is C */
