@@ -3,7 +3,7 @@
 # EXPERIMENT that breaks the owed bound, never to be landed as it is) and the peers, on both CPUs
 # and on one pinned CPU.
 #
-#   docs/results/issue11-unlock-rmw/run.sh [ab2cpu] [ab1cpu] [perf] [batch] [onecpu]   (default: all)
+#   docs/results/issue11-unlock-rmw/run.sh [ab2cpu] [ab1cpu] [perf] [batch] [onecpu] [yield]   (default: all)
 #
 # The patched driver is built in a scratch worktree, /tmp/locklab-unlock-rmw. ab2cpu: lk_mutex,
 # the patched lk_mutex and rust_parking_lot at 1-32 threads x 1 and 100 ns x 0 and 1x outside,
@@ -13,10 +13,12 @@
 # 1 ns / 300k critical sections, lk_mutex and rust_parking_lot, 5 runs each, alternating, on one
 # pinned CPU and on both (batch.txt). onecpu: one-cpu.patch (no spinning and no W on one CPU)
 # built in /tmp/locklab-one-cpu, against 548eddf's lk_mutex, futex3 and rust_parking_lot, pinned
-# (onecpu.jsonl). Every run uses the wide matrix's busy-loop calibration.
+# (onecpu.jsonl). yield: yield-to-woken.patch (no spinning on one CPU, and an unlock that woke a
+# waiter with W yields once) built in /tmp/locklab-yield, against lk_mutex and futex3, pinned
+# (yield1cpu.jsonl). Every run uses the wide matrix's busy-loop calibration.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-stages=${*:-ab2cpu ab1cpu perf batch onecpu}
+stages=${*:-ab2cpu ab1cpu perf batch onecpu yield}
 out=docs/results/issue11-unlock-rmw
 wt=/tmp/locklab-unlock-rmw
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
@@ -78,6 +80,21 @@ for stage in $stages; do
 			--variant pl=build/locklab-bench:rust_parking_lot \
 			--threads 2,4,8,32 --cs-ns 1,100 --parallel-ratio 0,1 --repeat 5 \
 			--duration 0.3 --warmup 0.05 --out "$out/onecpu.jsonl" ;;
-	*) echo "run.sh: unknown stage '$stage' (expected ab2cpu, ab1cpu, perf, batch or onecpu)" >&2; exit 2 ;;
+	yield)
+		y=/tmp/locklab-yield
+		if [ ! -x "$y/build/locklab-bench" ]; then
+			rm -rf "$y"
+			git worktree add -q --detach "$y" aea2243
+			git -C "$y" apply "$PWD/$out/yield-to-woken.patch"
+			cmake -S "$y" -B "$y/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+			cmake --build "$y/build" --target locklab-bench test_mutex_many_waiters >/dev/null
+		fi
+		taskset -c 0 $py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
+			--variant yield="$y/build/locklab-bench:lk_mutex" \
+			--variant futex3=build/locklab-bench:futex3 \
+			--threads 4,8,32 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 \
+			--duration 0.3 --warmup 0.05 --out "$out/yield1cpu.jsonl"
+		taskset -c 0 "$y/build/test_mutex_many_waiters" ;;
+	*) echo "run.sh: unknown stage '$stage' (expected ab2cpu, ab1cpu, perf, batch, onecpu or yield)" >&2; exit 2 ;;
 	esac
 done
