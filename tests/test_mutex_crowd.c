@@ -80,11 +80,11 @@ static void *owner(void *arg)
 	return NULL;
 }
 
-static void *waiter(void *arg)
+/* Locks and unlocks the mutex `arg` once. */
+static void *lock_unlock(void *arg)
 {
-	(void)arg;
-	lk_mutex_lock(&m);
-	lk_mutex_unlock(&m);
+	lk_mutex_lock(arg);
+	lk_mutex_unlock(arg);
 	return NULL;
 }
 
@@ -114,7 +114,7 @@ static bool start_owner_and_spinner(pthread_t *o, pthread_t *s, long long *hold_
 	pthread_create(o, NULL, owner, hold_ns);
 	while (!atomic_load(&owner_locked))
 		sched_yield();
-	pthread_create(s, NULL, waiter, NULL);
+	pthread_create(s, NULL, lock_unlock, &m);
 	for (long long t0 = mono_ns(); !(word() & LK_MUTEX_SPINNING);) {
 		if (mono_ns() - t0 > 100000000ll)
 			return false;
@@ -165,7 +165,7 @@ static bool try_saturation(void)
 		pthread_join(s, NULL);
 		return false;
 	}
-	pthread_create(&c, NULL, waiter, NULL);
+	pthread_create(&c, NULL, lock_unlock, &m);
 	for (long long t0 = mono_ns(); mono_ns() - t0 < 5000000ll && !seen;) {
 		seen = crowd_count() == 1;
 		if (!seen)
@@ -185,13 +185,6 @@ static bool try_saturation(void)
 
 /* Case 4: one cap for all locks. */
 static lk_mutex_t ms[3] = { LK_MUTEX_INITIALIZER, LK_MUTEX_INITIALIZER, LK_MUTEX_INITIALIZER };
-
-static void *lock_unlock(void *arg)
-{
-	lk_mutex_lock(arg);
-	lk_mutex_unlock(arg);
-	return NULL;
-}
 
 static bool try_cap(void)
 {
