@@ -37,6 +37,7 @@ static _Atomic int s_release;		/* main lets S go on */
 static _Atomic uint64_t s_claim_ns;	/* when S first reached mutex.spin */
 static _Atomic int n_yields, n_parks;
 static _Atomic uint64_t n_first_yield_ns, n_park_ns;
+static _Atomic uint64_t n_start_ns;	/* N calls lock: no later than the library's first yield clock */
 static _Atomic int slow_yields;		/* C: each of N's yields lasts 200 us */
 static _Atomic int acquired;
 
@@ -83,6 +84,8 @@ static void on_hook(const char *point, void *arg)
 static void *locker(void *arg)
 {
 	role = (int)(intptr_t)arg;
+	if (role == ROLE_N)
+		atomic_store(&n_start_ns, mono_ns());
 	lk_mutex_lock(&m);
 	atomic_fetch_add(&acquired, 1);
 	CHECK_EQ(lk_mutex_unlock(&m), 0);
@@ -140,13 +143,18 @@ int main(void)
 	round_trip(8000000);
 	int y = atomic_load(&n_yields);
 	uint64_t yielding = atomic_load(&n_park_ns) - atomic_load(&n_first_yield_ns);
+	uint64_t in_lock = atomic_load(&n_park_ns) - atomic_load(&n_start_ns);
 
 	if (y != 4)
-		fprintf(stderr, "behind a stale spinner N yielded %d times in %lu ns before parking\n", y,
-			(unsigned long)yielding);
+		fprintf(stderr, "behind a stale spinner N yielded %d times in %lu ns before parking (%lu ns "
+			"after its lock call)\n", y, (unsigned long)yielding, (unsigned long)in_lock);
 	CHECK(y >= 1 && y <= 4);
-	/* fewer only when the time cap stopped it (its clock starts a little before the first hook) */
-	CHECK(y == 4 || yielding + 100000 >= 2000000);
+	/*
+	 * fewer only when the time cap stopped it. The cap's clock starts in the library, between N's
+	 * lock call and its first mutex.wait_yield: a preemption there (a loaded machine, qemu) can put
+	 * most of the 2 ms before the first hook, so the bound is taken from the lock call.
+	 */
+	CHECK(y == 4 || in_lock >= 2000000);
 
 	/* C: each yield lasts 200 us, spin_max_ns 50 us: one yield, then the time cap */
 	set_spin_max(50000);
