@@ -386,7 +386,7 @@ def standing_md(doc, subject):
                 share = start_share(by_lock, (subject, sd["other"])) \
                     if doc.get("workload") == "mutex-batch" else None
                 if share is not None and share >= START_SHARE:
-                    started[_cell_label(cell["params"])] = share
+                    started.setdefault(_cell_label(cell["params"]), {})[sd["other"]] = share
                 losses[m in TARGETED].append(
                               f"| {_cell_label(cell['params'])} | {LABEL.get(m, m)} | {sd['other']} | "
                               f"{fmt_num(sd['subject_median'])} | {fmt_num(sd['other_median'])} | "
@@ -417,8 +417,10 @@ def standing_md(doc, subject):
         if started:
             lines += [f"Start-up: in {len(started)} of these cells the last thread started "
                       f"{START_SHARE:.0%} or more of the time to finish after the first (median "
-                      f"start skew / time to finish over {subject}'s runs and the other lock's): "
-                      + ", ".join(f"{c} ({v:.0%})" for c, v in started.items()) +
+                      f"start skew / time to finish over {subject}'s runs and those of the lock "
+                      "ahead of it): "
+                      + ", ".join(f"{c} (" + ", ".join(f"{v:.0%} with {o}" for o, v in by.items())
+                                  + ")" for c, by in started.items()) +
                       ". There the batch measures how soon the threads get a CPU as much as the "
                       "lock; a larger --total-ops measures the lock.", ""]
     else:

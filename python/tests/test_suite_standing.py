@@ -132,11 +132,31 @@ def test_batch_losses_whose_threads_started_far_apart_are_named():
     assert "| threads=32 | time to finish | glibc_normal |" in text
     assert "| threads=4 | time to finish | glibc_normal |" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("Start-up:"))
-    assert "in 1 of these cells" in line and "threads=32 (49%)" in line
+    assert "in 1 of these cells" in line and "threads=32 (49% with glibc_normal)" in line
     assert "threads=4" not in line
     # a timed-window workload never gets the note, whatever its results hold
     assert "Start-up:" not in "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
     assert suite.start_share({"a": [{"finish_s": 0, "start_skew_s": 1}]}, ["a"]) is None
+
+
+def test_start_up_note_names_each_lock_ahead_when_a_cell_loses_to_two():
+    """Behind glibc_normal on the time to finish and behind futex3 on the slowest thread: the note
+    gives the share over lk_mutex's runs and each of theirs, naming both (it named one before)."""
+    def res(fin, slow, skew):
+        return lambda i: {"finish_s": fin + i / 100, "slowest_thread_s": slow + i / 100,
+                          "start_skew_s": skew, "fairness_jain": 1.0,
+                          "latency": {"p99_ns": 100, "p999_ns": 200}}
+    runs = (_runs("lk_mutex", {"threads": 32}, res(2.0, 2.0, 1.0)) +
+            _runs("glibc_normal", {"threads": 32}, res(1.0, 1.9, 0.5)) +
+            _runs("futex3", {"threads": 32}, res(1.5, 1.0, 0.3)))
+    doc = {"workload": "mutex-batch", "locks": ["lk_mutex", "glibc_normal", "futex3"], "runs": runs,
+           "cells": [{"params": {"threads": 32}, "stats": {}}]}
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    assert "| threads=32 | time to finish | glibc_normal |" in text
+    assert "| threads=32 | slowest thread | futex3 |" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("Start-up:"))
+    assert "in 1 of these cells" in line
+    assert "threads=32 (49% with glibc_normal, " in line and "% with futex3)" in line
 
 
 def test_issue11_targets_cpu_at_oversubscription_and_uncontended_pair():
