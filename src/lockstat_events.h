@@ -23,4 +23,3 @@ LOCKSTAT_EVENT(mutex_crowd_success, "such a spin ended with the lock acquired (L
 LOCKSTAT_EVENT(mutex_woken_took, "a waiter unparked without a handoff took the lock before parking again")
 LOCKSTAT_EVENT(mutex_woken_repark, "a waiter unparked without a handoff parked again without taking the lock")
 LOCKSTAT_EVENT(mutex_wake_more, "an unlock woke a waiter beside a spinner or a woken waiter (LKM_WAKE_MORE builds only)")
-LOCKSTAT_EVENT(mutex_yield_woken, "an unlock that woke a waiter yielded the CPU to it (one usable CPU only)")

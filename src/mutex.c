@@ -203,24 +203,14 @@
  * locks sharing a slot share an estimate). Budget = clamp(2 * estimate + min, min, max) rounds; a
  * spinner that runs out decays the estimate by a quarter, so a lock whose holders stay long quickly
  * stops being spun on, and one whose waits shrink grows its budget again through successful spins.
- * Spinning is disabled when the process may use one CPU (usable_cpus(): taskset -c 0, a container
- * pinned to one CPU, a one-CPU machine): the owner cannot run while we spin.
- *
- * One usable CPU (issue 11; docs/results/issue11-yield-woken-1cpu/). There a woken waiter's W, and
- * the owed bound's wake-ups, wait for the CPU behind the thread that woke it, which goes on taking
- * and releasing the lock for the rest of its time slice, every release with W in the word paying
- * F3's second CAS. So an unlock that woke a waiter with TOKEN_WAKE (UW, W set for it) yields the
- * CPU once, after the unpark (sched_yield(): a scheduling hint, no transition; the protocol and
- * its invariants are those of any interleaving). The woken thread runs WC at once and takes the
- * free lock or parks again; W leaves the word a time slice earlier. Nothing changes with two
- * usable CPUs or more.
+ * Spinning is disabled on a single-CPU machine.
  *
  * What 4 bytes cannot do: know whether the owner is running (the kernel's and seed 004's spinners
  * stop when the owner sleeps; ours stops at its budget instead), or who the owner is (an unlock by a
  * non-owner is not detected).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE	/* sched_getaffinity() and CPU_COUNT(): the usable CPUs (usable_cpus()) */
+#if defined(LKM_CROWD) && LKM_CROWD && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE	/* LKM_CROWD only: sched_getaffinity() and CPU_COUNT() for its cap */
 #endif
 #include <pthread.h>
 #include <sched.h>
@@ -572,7 +562,7 @@ static uint64_t now_ns(clockid_t clock)
 
 /* picoseconds per lk_cpu_relax(), measured once; 0 = not yet */
 static _Atomic uint32_t relax_ps;
-/* 1 when spinning can pay at all (more than one usable CPU, usable_cpus()); 0 unknown, 2 no */
+/* 1 when spinning can pay at all (more than one CPU online); 0 unknown, 2 no */
 static _Atomic uint32_t multi_cpu;
 #if LKM_CROWD
 /* how many threads may spin beside the S holder (set by calibrate()) */
@@ -588,30 +578,6 @@ static void crowd_reset(void)
 	atomic_store_explicit(&crowd.n, 0, memory_order_relaxed);	/* single-threaded */
 }
 #endif
-
-/*
- * The CPUs the process may run on: the online CPUs, capped by the union of two affinity masks - the
- * main thread's (what taskset, cpusets and a container's --cpuset-cpus set for the whole process)
- * and the calling thread's. The union keeps a program that pins its own threads one to a CPU (a
- * thread-per-core server, lockhammer) spinning: its main thread is left on many CPUs, or pinned to a
- * CPU other than the caller's. Read once, at calibration (Go's runtime reads its CPU count from the
- * affinity mask once too, at start-up); a mask changed later is not seen (docs/mutex.md).
- */
-static long usable_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t main_set, own;
-
-	if (n < 1)
-		n = 1;
-	if (sched_getaffinity(getpid(), sizeof(main_set), &main_set) != 0 ||
-	    sched_getaffinity(0, sizeof(own), &own) != 0)
-		return n;	/* more than CPU_SETSIZE CPUs possible (EINVAL), say: go by the online ones */
-	CPU_OR(&main_set, &main_set, &own);
-	long c = CPU_COUNT(&main_set);
-
-	return c >= 1 && c < n ? c : n;
-}
 
 static __attribute__((cold, noinline)) uint32_t calibrate(void)
 {
@@ -632,7 +598,7 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 	if (ps > 1000000)
 		ps = 1000000;	/* preempted while measuring: assume 1 us, the next call remeasures */
 	uint32_t r = (uint32_t)ps;
-	long n = usable_cpus();
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	/*
 	 * relaxed (both): cached measurements; racing threads store similar values, and a reader that
 	 * sees relax_ps before multi_cpu merely skips spinning once
@@ -641,10 +607,15 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 #if LKM_CROWD
 	{
 		/*
-		 * The owner and the S holder run too: at most n - 2 more spinners, n being the CPUs this
-		 * process may run on (LKM_CROWD_ANY_CPUS: tests)
+		 * The owner and the S holder run too: at most cpus - 2 more spinners, cpus being those
+		 * this process may run on (LKM_CROWD_ANY_CPUS: tests)
 		 */
-		long c = LKM_CROWD_ANY_CPUS ? LKM_CROWD : n - 2 < LKM_CROWD ? n - 2 : LKM_CROWD;
+		cpu_set_t set;
+		long cpus = n;
+
+		if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < cpus)
+			cpus = CPU_COUNT(&set);
+		long c = LKM_CROWD_ANY_CPUS ? LKM_CROWD : cpus - 2 < LKM_CROWD ? cpus - 2 : LKM_CROWD;
 
 		/* relaxed: a cached cap, like relax_ps below; a reader that sees 0 first skips one crowd */
 		atomic_store_explicit(&crowd_cap, c > 0 ? (uint32_t)c : 0, memory_order_relaxed);
@@ -1531,13 +1502,6 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 		lockstat_inc(mutex_handoff);
 	else if (u.woke)
 		lockstat_inc(mutex_wake);
-	/* relaxed: a cached measurement, see calibrate() (0, not measured yet: no yield) */
-	if (u.token == TOKEN_WAKE && atomic_load_explicit(&multi_cpu, memory_order_relaxed) == 2) {
-		/* one usable CPU: let the thread we woke run now and take W out of the word (above) */
-		lockstat_inc(mutex_yield_woken);
-		LK_TEST_HOOK("mutex.yield_woken", m);	/* test builds only: woke with W, about to yield */
-		sched_yield();
-	}
 	return 0;
 }
 

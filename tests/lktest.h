@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,27 +89,6 @@ static inline char lkt_thread_state(int tid)
 	buf[n] = 0;
 	char *p = strrchr(buf, ')');	/* "tid (comm) S ...": the state follows the last ')' */
 	return p && p[1] == ' ' ? p[2] : '?';
-}
-
-/*
- * The CPUs lk_mutex counts as usable (src/mutex.c, usable_cpus()): the online CPUs, capped by the
- * union of the main thread's affinity mask and the calling thread's. One means lk_mutex never spins
- * and yields to the waiter an unlock woke: tests that need a spinner skip there (exit 77). The raw
- * system call, so that no test needs _GNU_SOURCE for CPU_COUNT().
- */
-static inline long lkt_usable_cpus(void)
-{
-	unsigned long main_set[16] = { 0 }, own[16] = { 0 };	/* 1024 CPUs, as cpu_set_t */
-	long n = sysconf(_SC_NPROCESSORS_ONLN), c = 0;
-
-	if (n < 1)
-		n = 1;
-	if (syscall(SYS_sched_getaffinity, getpid(), sizeof(main_set), main_set) < 0 ||
-	    syscall(SYS_sched_getaffinity, 0, sizeof(own), own) < 0)
-		return n;
-	for (int i = 0; i < 16; i++)
-		c += __builtin_popcountl(main_set[i] | own[i]);
-	return c >= 1 && c < n ? c : n;
 }
 
 /* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */

@@ -2,9 +2,7 @@
 /*
  * tests/hooks/test_hook_points.c - every pause point listed in tests/hooks/README.md fires where the
  * table says, so that a refactoring cannot silently remove the window another hook test opens.
- * (qspin.fallback needs a thread without a queue node; test_hook_qspin_exit.c reaches it.) Run on one
- * usable CPU (taskset -c 0), mutex.spin cannot fire - lk_mutex does not spin there - and is skipped,
- * and mutex.yield_woken must fire; on more, it must not.
+ * (qspin.fallback needs a thread without a queue node; test_hook_qspin_exit.c reaches it.)
  */
 #include <pthread.h>
 #include <sched.h>
@@ -102,17 +100,8 @@ int main(void)
 		unlock_to_a_parked_waiter();
 	CHECK(hk_count("mutex.woken") >= 1);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
-	/* mutex.yield_woken: each of those wakes yielded on one usable CPU, none on more */
-	if (lkt_usable_cpus() == 1)
-		CHECK(hk_count("mutex.yield_woken") >= 1);
-	else
-		CHECK_EQ(hk_count("mutex.yield_woken"), 0);
 
-	/* mutex.spin: a spinner while we hold the lock (none on one usable CPU) */
-	if (lkt_usable_cpus() == 1) {
-		printf("test_hook_points: one usable CPU: mutex.spin skipped (lk_mutex does not spin)\n");
-		goto qspin;
-	}
+	/* mutex.spin: a spinner while we hold the lock */
 	p = def;
 	p.spin_min_ns = p.spin_max_ns = 1000000;
 	CHECK_EQ(lk_mutex_set_policy(&p), 0);
@@ -124,7 +113,6 @@ int main(void)
 	pthread_join(th[0], NULL);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
-qspin:
 	/* qspin.queued: owner (us), a pending waiter and a queued one */
 	lk_qspin_lock(&q);
 	CHECK_EQ(pthread_create(&th[0], NULL, qs_waiter, NULL), 0);
