@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# run.sh - spinning without S while nobody is parked (light-spin.patch, an EXPERIMENT on 2412fa7,
+# not landed): lk_mutex against the patch in two forms and rust_parking_lot, on both CPUs.
+#
+#   docs/results/issue11-light-spin-2core/run.sh [ab] [l4]      (default: both; about 9 minutes)
+#
+# The patch is built in a scratch worktree, /tmp/locklab-light. LKM_PROTO_LIGHT picks the form:
+# 2 = one unmarked spinner per side-table slot (the slot's flag), others claim S as before;
+# 3 = one unmarked spinner per mutex (the slot records its address), others park while it spins;
+# 4 = as 3, but a waiter that finds the mutex's unmarked spinner marks the slot "a third thread"
+# for the next 256 slow-path entries, during which nobody spins unmarked (others claim S).
+# ab: main, 2, 3 and rust_parking_lot at 2-32 threads x 1, 100 and 2000 ns x 0 and 1x outside
+# work (ab.jsonl, ab.txt). l4: main, 3, 4 and rust_parking_lot at 2-8 threads x 1 and 100 ns
+# (l4.txt). 5 interleaved repeats of 0.3 s (scripts/mutex-ab), the wide matrix's busy-loop
+# calibration.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+out=docs/results/issue11-light-spin-2core
+wt=/tmp/locklab-light
+export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
+py=python3
+[ -x .venv/bin/python ] && py=.venv/bin/python
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --target locklab-bench >/dev/null
+if [ ! -x "$wt/build/locklab-bench" ]; then
+	rm -rf "$wt"
+	git worktree prune
+	git worktree add -q --detach "$wt" 2412fa7
+	git -C "$wt" apply "$PWD/$out/light-spin.patch"
+	cmake -S "$wt" -B "$wt/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$wt/build" --target locklab-bench >/dev/null
+fi
+for stage in ${*:-ab l4}; do
+	case $stage in
+	ab)
+		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
+			--variant l2="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=2" \
+			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
+			--variant pl=build/locklab-bench:rust_parking_lot \
+			--threads 2,3,4,8,32 --cs-ns 1,100,2000 --parallel-ratio 0,1 --repeat 5 \
+			--duration 0.3 --warmup 0.05 --out "$out/ab.jsonl" | tee "$out/ab.txt" ;;
+	l4)
+		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
+			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
+			--variant l4="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=4" \
+			--variant pl=build/locklab-bench:rust_parking_lot \
+			--threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 \
+			--duration 0.3 --warmup 0.05 | tee "$out/l4.txt" ;;
+	*) echo "run.sh: unknown stage '$stage' (expected ab or l4)" >&2; exit 2 ;;
+	esac
+done
