@@ -2,7 +2,7 @@
 # run.sh - spinning without S while nobody is parked (light-spin.patch, an EXPERIMENT on 2412fa7,
 # not landed): lk_mutex against the patch in two forms and rust_parking_lot, on both CPUs.
 #
-#   docs/results/issue11-light-spin-2core/run.sh [ab] [l4]      (default: both; about 9 minutes)
+#   docs/results/issue11-light-spin-2core/run.sh [ab] [l4] [batch]      (default: all; about 10 minutes)
 #
 # The patch is built in a scratch worktree, /tmp/locklab-light. LKM_PROTO_LIGHT picks the form:
 # 2 = one unmarked spinner per side-table slot (the slot's flag), others claim S as before;
@@ -11,7 +11,8 @@
 # for the next 256 slow-path entries, during which nobody spins unmarked (others claim S).
 # ab: main, 2, 3 and rust_parking_lot at 2-32 threads x 1, 100 and 2000 ns x 0 and 1x outside
 # work (ab.jsonl, ab.txt). l4: main, 3, 4 and rust_parking_lot at 2-8 threads x 1 and 100 ns
-# (l4.txt). 5 interleaved repeats of 0.3 s (scripts/mutex-ab), the wide matrix's busy-loop
+# (l4.txt). batch: main, 3, 4 and rust_parking_lot, fixed work (mutex-batch, 300k critical sections
+# of 1 ns) at 2, 4 and 32 threads (batch.txt). 5 interleaved repeats of 0.3 s (scripts/mutex-ab), the wide matrix's busy-loop
 # calibration.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -30,7 +31,7 @@ if [ ! -x "$wt/build/locklab-bench" ]; then
 	cmake -S "$wt" -B "$wt/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build "$wt/build" --target locklab-bench >/dev/null
 fi
-for stage in ${*:-ab l4}; do
+for stage in ${*:-ab l4 batch}; do
 	case $stage in
 	ab)
 		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
@@ -46,6 +47,12 @@ for stage in ${*:-ab l4}; do
 			--variant pl=build/locklab-bench:rust_parking_lot \
 			--threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 \
 			--duration 0.3 --warmup 0.05 | tee "$out/l4.txt" ;;
-	*) echo "run.sh: unknown stage '$stage' (expected ab or l4)" >&2; exit 2 ;;
+	batch)
+		$py scripts/mutex-ab --workload mutex-batch --variant main=build/locklab-bench:lk_mutex \
+			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
+			--variant l4="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=4" \
+			--variant pl=build/locklab-bench:rust_parking_lot \
+			--threads 2,4,32 --cs-ns 1 --total-ops 300000 --repeat 5 | tee "$out/batch.txt" ;;
+	*) echo "run.sh: unknown stage '$stage' (expected ab, l4 or batch)" >&2; exit 2 ;;
 	esac
 done
