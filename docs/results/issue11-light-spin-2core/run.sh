@@ -17,20 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 out=docs/results/issue11-light-spin-2core
-wt=/tmp/locklab-light
-export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
+wt=$(scripts/patched-tree 2412fa7 "$out/light-spin.patch" /tmp/locklab-light)
+for d in . "$wt"; do
+	cmake -S "$d" -B "$d/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$d/build" --target locklab-bench >/dev/null
+done
 py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build --target locklab-bench >/dev/null
-if [ ! -x "$wt/build/locklab-bench" ]; then
-	rm -rf "$wt"
-	git worktree prune
-	git worktree add -q --detach "$wt" 2412fa7
-	git -C "$wt" apply "$PWD/$out/light-spin.patch"
-	cmake -S "$wt" -B "$wt/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build "$wt/build" --target locklab-bench >/dev/null
-fi
+export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
 for stage in ${*:-ab l4 batch}; do
 	case $stage in
 	ab)

@@ -30,16 +30,15 @@ py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
 tree() {	# tree DIR COMMIT [PATCH]: a worktree with normal and statistics builds
 	local d=$1
-	if [ ! -x "$d/build-stats/liblocklab.a" ]; then
-		rm -rf "$d"
-		git worktree prune
+	if [ -n "${3:-}" ]; then
+		scripts/patched-tree "$2" "$3" "$d" >/dev/null
+	elif [ ! -d "$d" ]; then
 		git worktree add -q --detach "$d" "$2"
-		[ -z "${3:-}" ] || git -C "$d" apply "$3"
-		cmake -S "$d" -B "$d/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-		cmake --build "$d/build" --target locklab-bench test_mutex_many_waiters locklab_static >/dev/null
-		cmake -S "$d" -B "$d/build-stats" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON >/dev/null
-		cmake --build "$d/build-stats" --target locklab_static >/dev/null
 	fi
+	cmake -S "$d" -B "$d/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$d/build" --target locklab-bench test_mutex_many_waiters locklab_static >/dev/null
+	cmake -S "$d" -B "$d/build-stats" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON >/dev/null
+	cmake --build "$d/build-stats" --target locklab_static >/dev/null
 }
 before=/tmp/locklab-before after=/tmp/locklab-after
 tree $before f7405ef
