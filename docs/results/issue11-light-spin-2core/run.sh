@@ -36,43 +36,24 @@ done
 py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
 export LOCKLAB_BUSY_NS_PER_ITER=0.2725410061495473
+L=$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT	# a variant's BINARY:LOCK:VAR, its value to follow
+ab() {	# ab FILE ARGS...: main, ARGS' variants and cells, then rust_parking_lot; 5 interleaved repeats
+	local file=$1
+	shift
+	$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex "$@" \
+		--variant pl=build/locklab-bench:rust_parking_lot --repeat 5 --duration 0.3 --warmup 0.05 |
+		tee "$out/$file"
+}
 for stage in ${*:-ab l4 batch l5 lbo counters lstart wide}; do
 	case $stage in
-	ab)
-		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
-			--variant l2="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=2" \
-			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 2,3,4,8,32 --cs-ns 1,100,2000 --parallel-ratio 0,1 --repeat 5 \
-			--duration 0.3 --warmup 0.05 --out "$out/ab.jsonl" | tee "$out/ab.txt" ;;
-	l4)
-		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
-			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
-			--variant l4="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=4" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 \
-			--duration 0.3 --warmup 0.05 | tee "$out/l4.txt" ;;
-	batch)
-		$py scripts/mutex-ab --workload mutex-batch --variant main=build/locklab-bench:lk_mutex \
-			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
-			--variant l4="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=4" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 2,4,32 --cs-ns 1 --total-ops 300000 --repeat 5 | tee "$out/batch.txt" ;;
-	l5)
-		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
-			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
-			--variant l5="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=5" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 \
-			--duration 0.3 --warmup 0.05 | tee "$out/l5.txt" ;;
-	lbo)
-		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
-			--variant l3="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3" \
-			--variant l3b64="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3,LKM_PROTO_LBO=64" \
-			--variant l3b256="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3,LKM_PROTO_LBO=256" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 --repeat 5 \
-			--duration 0.3 --warmup 0.05 | tee "$out/lbo.txt" ;;
+	ab) ab ab.txt --variant l2=$L=2 --variant l3=$L=3 --threads 2,3,4,8,32 --cs-ns 1,100,2000 \
+		--parallel-ratio 0,1 --out "$out/ab.jsonl" ;;
+	l4) ab l4.txt --variant l3=$L=3 --variant l4=$L=4 --threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 ;;
+	batch) ab batch.txt --workload mutex-batch --variant l3=$L=3 --variant l4=$L=4 --threads 2,4,32 \
+		--cs-ns 1 --total-ops 300000 ;;
+	l5) ab l5.txt --variant l3=$L=3 --variant l5=$L=5 --threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 ;;
+	lbo) ab lbo.txt --variant l3=$L=3 --variant l3b64=$L=3,LKM_PROTO_LBO=64 \
+		--variant l3b256=$L=3,LKM_PROTO_LBO=256 --threads 2,3,4,8 --cs-ns 1,100 --parallel-ratio 0 ;;
 	counters)
 		for d in . "$wt"; do
 			cmake -S "$d" -B "$d/build-stats" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON >/dev/null
@@ -84,20 +65,13 @@ for stage in ${*:-ab l4 batch l5 lbo counters lstart wide}; do
 			LKM_PROTO_LIGHT=$v $b mutex --lock lk_mutex --threads 3 --cs-ns 1 --duration 0.5 --warmup 0.05 |
 				$py -c 'import json, sys; s = json.load(sys.stdin)["result"]["lock_stats"]; o = s["ops"]; print(sys.argv[1], "ops %.1fM" % (o / 1e6), " ".join("%s=%.2e" % (k[6:], v / o) for k, v in s.items() if k.startswith("mutex") and v))' "form $v"
 		done | tee "$out/counters.txt" ;;
-	lstart)
-		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
-			--variant b64="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3,LKM_PROTO_LBO=64" \
-			--variant b64s16="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3,LKM_PROTO_LBO=64,LKM_PROTO_LSTART=16" \
-			--variant b64s64="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3,LKM_PROTO_LBO=64,LKM_PROTO_LSTART=64" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 2,3,4 --cs-ns 1 --parallel-ratio 0,1 --repeat 5 \
-			--duration 0.3 --warmup 0.05 | tee "$out/lstart.txt" ;;
+	lstart) ab lstart.txt --variant b64=$L=3,LKM_PROTO_LBO=64 \
+		--variant b64s16=$L=3,LKM_PROTO_LBO=64,LKM_PROTO_LSTART=16 \
+		--variant b64s64=$L=3,LKM_PROTO_LBO=64,LKM_PROTO_LSTART=64 --threads 2,3,4 --cs-ns 1 --parallel-ratio 0,1 ;;
 	wide)
-		$py scripts/mutex-ab --variant main=build/locklab-bench:lk_mutex \
-			--variant lsd="$wt/build/locklab-bench:lk_mutex:LKM_PROTO_LIGHT=3,LKM_PROTO_LBO=64,LKM_PROTO_LSTART=64" \
-			--variant pl=build/locklab-bench:rust_parking_lot \
-			--threads 1,2,3,4,8,16,32,64,256 --cs-ns 1,100,2000 --parallel-ratio 0,1,10,100 --repeat 5 \
-			--duration 0.3 --warmup 0.05 --out "$out/wide.jsonl" | tee "$out/wide.txt" ;;
+		ab wide.txt --variant lsd=$L=3,LKM_PROTO_LBO=64,LKM_PROTO_LSTART=64 --threads 1,2,3,4,8,16,32,64,256 \
+			--cs-ns 1,100,2000 --parallel-ratio 0,1,10,100 --out "$out/wide.jsonl"
+		$py "$out/wide-table.py" "$out/wide.jsonl" | tee "$out/wide-table.txt" ;;
 	*) echo "run.sh: unknown stage '$stage' (expected ab, l4, batch, l5, lbo, counters, lstart or wide)" >&2; exit 2 ;;
 	esac
 done
