@@ -191,67 +191,58 @@ int lab_bad_arg(const char *arg, const char *what, const char *got)
 
 int lab_apply_cpus(const char *spec, unsigned *usable, void **restore)
 {
-	static const char what[] = "all, first, a CPU number or a range A-B (as taskset -c)";
-	cpu_set_t set, *old = malloc(sizeof(*old));
+	const char *what = "all, first, a CPU number or a range A-B (as taskset -c)";
+	cpu_set_t set, *old = NULL;
 
 	*restore = NULL;
-	if (!old || sched_getaffinity(0, sizeof(*old), old)) {
-		free(old);	/* nothing to restore to: --cpus all only */
-		old = NULL;
-		if (spec && strcmp(spec, "all") != 0)
-			return lab_bad_arg("cpus", "a thread whose CPU affinity can be read", spec);
-	}
-	unsigned long lo, hi;
-	char *end;
-
-	if (spec && strcmp(spec, "first") == 0) {
-		/* the lowest CPU this process may use: one pinned CPU wherever the run is allowed */
-		set = *old;
-		for (int c = 0; c < CPU_SETSIZE; c++) {
-			if (CPU_ISSET(c, &set)) {
-				CPU_ZERO(&set);
-				CPU_SET(c, &set);
-				break;
-			}
-		}
-		if (sched_setaffinity(0, sizeof(set), &set)) {
-			free(old);
-			return lab_bad_arg("cpus", "CPUs that are online and that this process may use", spec);
-		}
-		*restore = old;
-	} else if (!spec || strcmp(spec, "all") != 0) {
-		if (!spec || !isdigit((unsigned char)spec[0])) {
-			free(old);
-			return lab_bad_arg("cpus", what, spec);
-		}
-		errno = 0;
-		lo = hi = strtoul(spec, &end, 10);
-		if (*end == '-') {
-			if (!isdigit((unsigned char)end[1]))
-				return lab_bad_arg("cpus", what, spec);
-			hi = strtoul(end + 1, &end, 10);
-		}
-		if (errno || *end || hi < lo) {
-			free(old);
-			return lab_bad_arg("cpus", what, spec);
-		}
-		if (hi >= CPU_SETSIZE) {
-			free(old);
-			return lab_bad_arg("cpus", "CPU numbers below 1024", spec);
+	if (!spec || strcmp(spec, "all") != 0) {
+		old = malloc(sizeof(*old));
+		if (!old || sched_getaffinity(0, sizeof(*old), old)) {
+			what = "a thread whose CPU affinity can be read";
+			goto bad;
 		}
 		CPU_ZERO(&set);
-		for (unsigned long c = lo; c <= hi; c++)
-			CPU_SET(c, &set);
+		if (spec && strcmp(spec, "first") == 0) {
+			/* the lowest CPU this process may use: one pinned CPU wherever the run is allowed */
+			for (int c = 0; c < CPU_SETSIZE; c++) {
+				if (CPU_ISSET(c, old)) {
+					CPU_SET(c, &set);
+					break;
+				}
+			}
+		} else {
+			unsigned long lo, hi;
+			char *end;
+
+			if (!spec || !isdigit((unsigned char)spec[0]))
+				goto bad;
+			errno = 0;
+			lo = hi = strtoul(spec, &end, 10);
+			if (*end == '-') {
+				if (!isdigit((unsigned char)end[1]))
+					goto bad;
+				hi = strtoul(end + 1, &end, 10);
+			}
+			if (errno || *end || hi < lo)
+				goto bad;
+			if (hi >= CPU_SETSIZE) {
+				what = "CPU numbers below 1024";
+				goto bad;
+			}
+			for (unsigned long c = lo; c <= hi; c++)
+				CPU_SET(c, &set);
+		}
 		if (sched_setaffinity(0, sizeof(set), &set)) {
-			free(old);
-			return lab_bad_arg("cpus", "CPUs that are online and that this process may use", spec);
+			what = "CPUs that are online and that this process may use";
+			goto bad;
 		}
 		*restore = old;
-	} else {
-		free(old);	/* all: nothing changed, nothing to restore */
 	}
 	*usable = sched_getaffinity(0, sizeof(set), &set) ? 0 : (unsigned)CPU_COUNT(&set);
 	return 0;
+bad:
+	free(old);
+	return lab_bad_arg("cpus", what, spec);
 }
 
 void lab_restore_cpus(void *restore)
