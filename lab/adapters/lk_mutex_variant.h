@@ -11,9 +11,12 @@
  * includes this header, which compiles src/mutex.c into this translation unit with every external
  * symbol renamed (its own policy, side table and fork generation; the parking lot is the library's)
  * and defines lab_lk_mutex_v_<LKM_VARIANT>_ops. The policy comes from the same environment
- * variables as lk_mutex's (lab/adapters/lk_mutex.c).
+ * variables as lk_mutex's (lab/adapters/lk_mutex.c); a variant may define LKMV_SPIN_MIN_NS, its own
+ * default for spin_min_ns, which LOCKLAB_MUTEX_SPIN_MIN_NS still overrides.
  */
 #include "lk_mutex_renamed.h"
+
+#include <stdlib.h>
 
 #include "lab.h"
 
@@ -26,6 +29,13 @@ static int lkmv_init(void *l)
 
 	if (e)
 		return e;
+#ifdef LKMV_SPIN_MIN_NS
+	if (!getenv("LOCKLAB_MUTEX_SPIN_MIN_NS")) {
+		p.spin_min_ns = LKMV_SPIN_MIN_NS;
+		if (p.spin_min_ns > p.spin_max_ns)
+			p.spin_min_ns = p.spin_max_ns;
+	}
+#endif
 	if (lk_mutex_set_policy(&p))
 		return EINVAL;
 	return lk_mutex_init(l);
