@@ -625,20 +625,46 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 	return r;
 }
 
+/*
+ * SPIN_BACKOFF_MAX_NS (default 800): the longest wait of a spinner between two reads of the word, in
+ * ns, turned into relax rounds by the calibration as the budget is (spin_limits(): 62 pauses of
+ * 12.8 ns on the Intel guest, 32 of 25 ns on the AMD one). Every read pulls the line from an owner
+ * that re-locks at once. It was 16 relaxes until issue 11's stop 24: 205 ns on the Intel guest, 400 on
+ * the AMD one. On the Intel guest's whole matrix, 64 relaxes (820 ns) were better by the lab's rule in
+ * 13 of 108 cells and worse in none, on throughput, CPU per op and p99 alike: throughput 1.13-1.19x at
+ * 2-3 threads / 1 ns, p99 0.11-0.64x at 3-64 threads / 1 ns (docs/results/issue11-frontier-2core/:
+ * at 1 ns a late read rarely finds the lock free and mostly costs the owner its line). In time, not
+ * relaxes, because a pause lasts 13 ns on one machine and 25-40 on others: the AMD guest's one loss
+ * with 64 relaxes (8 threads / 100 ns, 0.86x, docs/results/mutex-tuning.md) was at 1.6 us between
+ * reads. The budget is checked at reads only, so a spin may run past it by up to one such wait (800
+ * ns; 205 ns before): a budget of 1 us ends after about 1.6 us (125 rounds here) instead of 1.0.
+ */
+#ifndef SPIN_BACKOFF_MAX_NS
+#define SPIN_BACKOFF_MAX_NS 800
+#endif
+/* SPIN_BACKOFF_MAX (lab variants only): the cap in relaxes instead, whatever a relax lasts. */
+
 struct spin_limits {
 	uint32_t min, max;	/* relax rounds */
 	uint32_t ps;		/* picoseconds per relax */
+	uint32_t backoff;	/* relax rounds between two reads of the word, at most (SPIN_BACKOFF_MAX_NS) */
 };
 
 static inline struct spin_limits spin_limits(void)
 {
-	struct spin_limits sl = { 0, 0, 0 };
+	struct spin_limits sl = { 0, 0, 0, 1 };
 	/* relaxed: cached measurement, see calibrate() */
 	uint32_t ps = atomic_load_explicit(&relax_ps, memory_order_relaxed);
 
 	if (!ps)
 		ps = calibrate();
 	sl.ps = ps;
+#ifdef SPIN_BACKOFF_MAX
+	sl.backoff = SPIN_BACKOFF_MAX;	/* lab variants lk_mutex_v_bo*: the cap in relaxes, as before */
+#else
+	if ((uint64_t)SPIN_BACKOFF_MAX_NS * 1000 / ps > 1)
+		sl.backoff = (uint32_t)((uint64_t)SPIN_BACKOFF_MAX_NS * 1000 / ps);
+#endif
 	/* relaxed: cached measurement, see calibrate() */
 	if (atomic_load_explicit(&multi_cpu, memory_order_relaxed) != 1)
 		return sl;
@@ -730,9 +756,6 @@ static const struct timespec *park_deadline(struct waiter *w, clockid_t *clock)
 
 enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 
-#ifndef SPIN_BACKOFF_MAX
-#define SPIN_BACKOFF_MAX 16	/* relaxes between two reads of the word, at most (~0.5 us here) */
-#endif
 /*
  * LKM_SPIN_YIELDS (default 4; 0 compiles it out, lab variant lk_mutex_v_noyield; measured in
  * docs/results/mutex-tuning.md): a spinner whose learned budget ran out yields the CPU up to this many
@@ -759,8 +782,9 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
  * docs/results/issue11-2core-stale-spinner/): a waiter that would park because S is taken yields the
  * CPU instead, up to this many times per park (looking at the word after each), when the spinner
  * claimed S more than spin_max_ns ago. A spinner gives S up within spin_max_ns and one yield of
- * starting (yield_ok(); its budget counts relax rounds, so a running spinner can overrun that a
- * little), so an older S usually means the spinner, or the owner it waits for, is not running:
+ * starting (yield_ok(); its budget counts relax rounds and is checked at its reads, so a running
+ * spinner can overrun that by up to one backoff wait, SPIN_BACKOFF_MAX_NS), so an older S usually
+ * means the spinner, or the owner it waits for, is not running:
  * threads outnumber CPUs and one of them was preempted. Parking then empties the CPUs: every waiter
  * that arrives while S is stuck parks, the preempted thread's CPU runs it alone, and the parked
  * waiters come back one wake-up at a time (one woken waiter in flight, W), often queued behind a
@@ -899,15 +923,15 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			continue;
 		}
 		/*
-		 * Exponential backoff between reads, up to SPIN_BACKOFF_MAX relaxes: every read pulls
-		 * the line to shared state and costs the owner a read-for-ownership at its next RMW;
-		 * with a tiny critical section that, not the waiting, is what spinning costs.
+		 * Exponential backoff between reads, up to lim.backoff relaxes (SPIN_BACKOFF_MAX_NS):
+		 * every read pulls the line to shared state and costs the owner a read-for-ownership at
+		 * its next RMW; with a tiny critical section that, not the waiting, is what spinning
+		 * costs.
 		 */
 		for (uint32_t k = 0; k < delay; k++)
 			lk_cpu_relax();
 		i += delay - 1;
-		if (delay < SPIN_BACKOFF_MAX)
-			delay <<= 1;
+		delay = delay < lim.backoff / 2 ? delay << 1 : lim.backoff;
 		LK_TEST_HOOK("mutex.spin", m);	/* test builds only: the spinner, S owned, about to look */
 		/* relaxed: we only look; the CAS above is the acquire */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
@@ -979,8 +1003,7 @@ static int crowd_spin(lk_mutex_t *m, struct spin_limits lim, uint32_t *vp, const
 			break;
 		for (uint32_t k = 0; k < delay; k++)
 			lk_cpu_relax();
-		if (delay < SPIN_BACKOFF_MAX)
-			delay <<= 1;
+		delay = delay < lim.backoff / 2 ? delay << 1 : lim.backoff;
 		/* relaxed: we only look; the CAS above is the acquire */
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
