@@ -6,10 +6,11 @@
 #   docs/results/issue11-frontier-2core/run.sh [two] [wider] [handoff] [wide] [confirm] [landed] [table]
 #   (default: all; about 55 minutes)
 #
-# Recorded at e7a5b70 (two, wider, handoff) and 07e7a58 (wide, confirm), where lk_mutex's spinner
-# capped its backoff at 16 relaxes; landed at the commit that made the cap 800 ns. From that commit on,
-# lk and lk_mutex_v_base have the 800 ns cap and lk_mutex_v_bo16 is the cap of before, so the stages
-# below compare against bo16 where they judge the change.
+# Recorded at e7a5b70 with the variant files of 07e7a58 (two, wider, handoff) and at 07e7a58 (wide,
+# confirm), where lk_mutex's spinner capped its backoff at 16 relaxes; landed (landed) at a05aae7,
+# which made the cap 800 ns. From a05aae7 on, lk and lk_mutex_v_base have the 800 ns cap and
+# lk_mutex_v_bo16 is the cap of before, so the stages below compare against bo16 where they judge
+# the change.
 #
 # two: 2 threads x 1 and 100 ns x 0, 1 and 10x outside work; lk_mutex at its defaults and at eleven
 # tunings (policy knobs through LOCKLAB_MUTEX_*, compile-time knobs through the lab's variants in a
@@ -28,7 +29,9 @@
 # confirm-short.jsonl) and of the 2 us / 1x column at 8-64 threads, where smin* and bo64's p99 leaned
 # the wrong way (confirm-2000.jsonl).
 # landed: the 800 ns cap (lk_mutex_v_base) against the 16 relaxes of before (lk_mutex_v_bo16) on the
-# whole matrix (landed.json, landed-table.txt).
+# whole matrix (landed.json, landed-table.txt), then 7 interleaved repeats of the same pair at 32-256
+# threads / 2 us / 0 and 10x (confirm-landed-2000.jsonl), on fixed work at 2-256 threads / 1 and 100 ns
+# (confirm-landed-batch.jsonl) and on one pinned CPU at 4-32 threads (confirm-landed-pinned.jsonl).
 # table: scripts/frontier on each file (frontier-two.md, frontier-wider.md, frontier-handoff.md).
 # two, wider, handoff: 5 interleaved repeats of 0.3 s (scripts/mutex-ab), the wide matrix's busy-loop calibration.
 set -euo pipefail
@@ -95,7 +98,14 @@ for stage in ${*:-two wider handoff wide confirm landed table}; do
 	landed)
 		scripts/ab-wide $V "$out/landed.json" lk_mutex_v_bo16 lk_mutex_v_base
 		$py scripts/ab-table --control lk_mutex_v_bo16 --candidates lk_mutex_v_base "$out/landed.json" |
-			tee "$out/landed-table.txt" ;;
+			tee "$out/landed-table.txt"
+		pair=(--variant bo16=$V:lk_mutex_v_bo16 --variant base=$V:lk_mutex_v_base --repeat 7)
+		$py scripts/mutex-ab "${pair[@]}" --threads 32,64,256 --cs-ns 2000 --parallel-ratio 0,10 \
+			--duration 0.3 --out "$out/confirm-landed-2000.jsonl"
+		$py scripts/mutex-ab "${pair[@]}" --workload mutex-batch --threads 2,3,32,256 --cs-ns 1,100 \
+			--total-ops 100000 --out "$out/confirm-landed-batch.jsonl"
+		taskset -c 0 $py scripts/mutex-ab "${pair[@]}" --threads 4,8,32 --cs-ns 1,100 --duration 0.3 \
+			--out "$out/confirm-landed-pinned.jsonl" ;;
 	table)
 		for f in two wider handoff; do
 			$py scripts/frontier --subject lk --peers glibc_normal,glibc_adaptive,glibc_pi,futex3,rust_std,rust_parking_lot,absl_mutex \
