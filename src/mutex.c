@@ -182,7 +182,8 @@
  * deadline is t0 + (q + 1) * h <= t0 + (n + 1) * h. At it, plus the time its timer needs to wake it
  * ("one wake-up"), W, under the bucket lock and still queued, takes the lock if it is free (EX) or
  * becomes owed (EH) with a waiters queued ahead of it, a <= n. (A waiter that is awake at its
- * deadline - woken as the spinner - stops spinning there, parks again and is owed at once.) From
+ * deadline - woken as the spinner - stops spinning there, within one backoff wait, parks again and
+ * is owed at once.) From
  * then on no unlock clears L (6), nobody is queued ahead of W (7) and every unlock hands the lock
  * to the first owed waiter (8), so W owns the lock after at most a + 1 critical sections and a + 1
  * wake-ups: the current owner's, then those of the owed waiters ahead of W. In all: W owns the
@@ -309,7 +310,8 @@ static inline uint32_t emptied(uint32_t v)
  * owed (H), or when its time is up: spin_max_ns of wall time, cut at the caller's timedlock deadline
  * and at its own handoff deadline. It then goes back to the loop, where it may take a free lock,
  * claim S, or park - without the LKM_WAIT_YIELDS yields if it spun its time out, so that it still
- * parks at most spin_max_ns plus one yield later than without it. Once per park. No transition of
+ * parks at most spin_max_ns plus one backoff wait and one yield later than without it (its end is
+ * checked at its reads, SPIN_BACKOFF_MAX_NS apart at most). Once per park. No transition of
  * its own: it is a newcomer that looks a while before it parks, so every invariant holds as it is.
  * What for: with CPUs to spare (16 CPUs, 8-32 threads, docs/results/issue11-16core/) the S holder's
  * role is nearly always taken, an unlock wakes a parked waiter only when it is not, and the parked
@@ -636,13 +638,22 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
  * at 1 ns a late read rarely finds the lock free and mostly costs the owner its line). In time, not
  * relaxes, because a pause lasts 13 ns on one machine and 25-40 on others: the AMD guest's one loss
  * with 64 relaxes (8 threads / 100 ns, 0.86x, docs/results/mutex-tuning.md) was at 1.6 us between
- * reads. The budget is checked at reads only, so a spin may run past it by up to one such wait (800
- * ns; 205 ns before): a budget of 1 us ends after about 1.6 us (125 rounds here) instead of 1.0.
+ * reads (800 ns is twice the AMD guest's old 400 ns; not measured there). The 2 us p99 columns are
+ * too noisy to judge either way. Costs: the budget is checked at reads only, so a spin may run past
+ * it by up to one such wait (800 ns; 205 ns before): a budget of 1 us ends after about 1.6 us (125
+ * rounds here) instead of 1.0. And behind holds longer than ~0.8 us the spinner takes the freed lock
+ * later (the review measured p50 588 ns from release to owning it, 290 before); on 2 us critical
+ * sections throughput stayed level or rose (0.98-1.18x over 7 repeats).
  */
 #ifndef SPIN_BACKOFF_MAX_NS
 #define SPIN_BACKOFF_MAX_NS 800
 #endif
 /* SPIN_BACKOFF_MAX (lab variants only): the cap in relaxes instead, whatever a relax lasts. */
+#ifdef SPIN_BACKOFF_MAX
+_Static_assert(SPIN_BACKOFF_MAX >= 1, "SPIN_BACKOFF_MAX: at least one relax between two reads");
+#endif
+_Static_assert(SPIN_BACKOFF_MAX_NS >= 0 && SPIN_BACKOFF_MAX_NS <= 1000000,
+	       "SPIN_BACKOFF_MAX_NS: 0 (a read every relax) to 1 ms");
 
 struct spin_limits {
 	uint32_t min, max;	/* relax rounds */
@@ -770,8 +781,9 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
  * A yield takes as long as the threads queued on this CPU run (a time slice each, ~20 ms behind 16
  * CPU hogs, measured by the hostile review), so before each yield, yield_ok() stops them once the
  * spinner has spent spin_max_ns in all (spinning and yielding), or the caller's timedlock deadline or
- * our own handoff deadline has passed: a spinner parks at most spin_max_ns + one yield after it began,
- * and returns at most one yield after its deadline.
+ * our own handoff deadline has passed: a spinner parks at most spin_max_ns plus the longer of one
+ * backoff wait (SPIN_BACKOFF_MAX_NS: the budget is checked at its reads) and one yield after it began,
+ * and returns at most that late after its deadline.
  */
 #ifndef LKM_SPIN_YIELDS
 #define LKM_SPIN_YIELDS 4

@@ -194,7 +194,8 @@ static inline int lk_mutex_trylock(lk_mutex_t *m)
  * acquired; at once when the deadline is already past and the mutex is held), or EINVAL (m or abs
  * NULL, another clock, or abs->tv_nsec outside [0, 1e9); checked before anything else). A spinner
  * notices the deadline only when it stops spinning, so it may return up to spin_max_ns late (and up to
- * 800 ns more: the spinner checks its budget when it reads the word, at most 800 ns apart), plus
+ * one backoff wait more: the spinner checks its budget when it reads the word, at most 800 ns apart
+ * by the relax calibration), plus
  * one sched_yield() (a spinner whose budget ran out yields before it parks, checking the deadline and
  * the time it has spent before each yield; so does a waiter behind a spinner stuck past spin_max_ns,
  * checking the deadline and its time before each yield). One yield lasts as long as the threads

@@ -6,9 +6,12 @@
 #   docs/results/issue11-frontier-2core/run.sh [two] [wider] [handoff] [wide] [confirm] [landed] [table]
 #   (default: all; about 55 minutes)
 #
-# Recorded at e7a5b70 with the variant files of 07e7a58 (two, wider, handoff) and at 07e7a58 (wide,
-# confirm), where lk_mutex's spinner capped its backoff at 16 relaxes; landed (landed) at a05aae7,
-# which made the cap 800 ns. From a05aae7 on, lk and lk_mutex_v_base have the 800 ns cap and
+# Recorded with the sources of e7a5b70 plus the variant files of 07e7a58, uncommitted then (two,
+# wider, handoff, wide, confirm), where lk_mutex's spinner capped its backoff at 16 relaxes; the
+# landed stage ran on the sources committed as a05aae7, which made the cap 800 ns (its 2 us / 1x
+# check, confirm-landed-2000-low.jsonl, after the review, with 2-16 threads / 2 us / 0, 1x, 100x).
+# The records' driver.commit is the commit at the driver's last CMake configure (e7a5b708ed1c-dirty,
+# 07e7a585009f-dirty), not the sources named here. From a05aae7 on, lk and lk_mutex_v_base have the 800 ns cap and
 # lk_mutex_v_bo16 is the cap of before, so the stages below compare against bo16 where they judge
 # the change.
 #
@@ -105,7 +108,9 @@ for stage in ${*:-two wider handoff wide confirm landed table}; do
 		$py scripts/mutex-ab "${pair[@]}" --workload mutex-batch --threads 2,3,32,256 --cs-ns 1,100 \
 			--total-ops 100000 --out "$out/confirm-landed-batch.jsonl"
 		taskset -c 0 $py scripts/mutex-ab "${pair[@]}" --threads 4,8,32 --cs-ns 1,100 --duration 0.3 \
-			--out "$out/confirm-landed-pinned.jsonl" ;;
+			--out "$out/confirm-landed-pinned.jsonl"
+		$py scripts/mutex-ab "${pair[@]}" --threads 2,3,4,8,16 --cs-ns 2000 --parallel-ratio 0,1,100 \
+			--duration 0.3 --out "$out/confirm-landed-2000-low.jsonl" ;;
 	table)
 		for f in two wider handoff; do
 			$py scripts/frontier --subject lk --peers glibc_normal,glibc_adaptive,glibc_pi,futex3,rust_std,rust_parking_lot,absl_mutex \
