@@ -26,6 +26,9 @@
 #ifndef LOCKLAB_VERSION
 #define LOCKLAB_VERSION "unknown"
 #endif
+#ifdef LOCKLAB_COMMIT_HEADER
+#include "locklab_commit.h"	/* LOCKLAB_GIT_COMMIT at build time (cmake/gitcommit.cmake) */
+#endif
 #ifndef LOCKLAB_GIT_COMMIT
 #define LOCKLAB_GIT_COMMIT "unknown"
 #endif

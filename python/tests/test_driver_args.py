@@ -72,6 +72,60 @@ def test_bad_input_exits_2_with_one_line(args, names):
     assert lines[0].startswith("locklab-bench: "), lines[0]
 
 
+def test_version_commit_is_the_commit_it_was_built_from():
+    # stamped at build time (cmake/gitcommit.cmake), not at configure time: a tree committed after its
+    # last CMake configure named the older commit in every run record (stop 24's records). `make`
+    # builds before it tests, so the driver under test is this checkout's HEAD; run `make build`
+    # after committing if this fails outside `make check`.
+    if not (ROOT / ".git").exists() or ROOT not in BENCH.resolve().parents:
+        pytest.skip("the driver under test is not built from this git checkout")
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True)
+    if head.returncode != 0:
+        pytest.skip("git cannot read this checkout")
+    p = bench("--version")
+    m = re.search(r"\(git ([0-9a-f]+)(-dirty)?, ", p.stdout)
+    assert m, p.stdout
+    assert m.group(1) == head.stdout.strip(), (p.stdout, head.stdout)
+
+
+def test_gitcommit_stamp_follows_commits_and_edits(tmp_path):
+    # cmake/gitcommit.cmake itself, on a scratch repository: a new commit and an edit to a tracked file
+    # change the header; a run with nothing changed leaves it untouched (so nothing rebuilds)
+    import shutil
+    import time
+    git, cmake = shutil.which("git"), shutil.which("cmake")
+    if not git or not cmake:
+        pytest.skip("needs git and cmake")
+    repo, out = tmp_path / "repo", tmp_path / "gen" / "locklab_commit.h"
+    repo.mkdir()
+
+    def g(*a):
+        return subprocess.run([git, "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a],
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    def stamp():
+        subprocess.run([cmake, f"-DSRC={repo}", f"-DOUT={out}", f"-DGIT={git}", "-P",
+                        str(ROOT / "cmake" / "gitcommit.cmake")], check=True, capture_output=True)
+        return re.fullmatch(r'/\*.*\*/\n#define LOCKLAB_GIT_COMMIT "(.*)"\n', out.read_text(), re.S).group(1)
+
+    g("init", "-q")
+    (repo / "f").write_text("1")
+    g("add", "f")
+    g("commit", "-qm", "one")
+    assert stamp() == g("rev-parse", "--short=12", "HEAD")
+    before = out.stat().st_mtime_ns
+    time.sleep(0.05)
+    assert stamp() == g("rev-parse", "--short=12", "HEAD") and out.stat().st_mtime_ns == before
+    (repo / "f").write_text("2")
+    assert stamp() == g("rev-parse", "--short=12", "HEAD") + "-dirty"
+    g("commit", "-qam", "two")
+    assert stamp() == g("rev-parse", "--short=12", "HEAD")
+    # outside a checkout
+    shutil.rmtree(repo / ".git")
+    assert stamp() == "unknown"
+
+
 def test_version_names_commit_and_build_type():
     p = bench("--version")
     assert p.returncode == 0 and p.stderr == ""
