@@ -4,8 +4,8 @@
  *
  *   locklab-bench list [--json]          the algorithm registry, with availability
  *   locklab-bench describe               every workload and its parameters, as JSON (the CLI's source)
- *   locklab-bench --version              version, git commit and build type (set by CMake at configure
- *                                        time; "unknown" when built outside a git checkout)
+ *   locklab-bench --version              version, git commit and build type (the commit stamped at
+ *                                        build time; "unknown" when built outside a git checkout)
  *   locklab-bench WORKLOAD [--param value | --param=value]...
  *                                        one run; prints one JSON object (schema locklab-run/1)
  *
