@@ -563,7 +563,36 @@ static uint64_t now_ns(clockid_t clock)
 }
 
 /* picoseconds per lk_cpu_relax(), measured once; 0 = not yet */
+/*
+ * SPIN_BACKOFF_MAX_NS (default 800): the longest wait of a spinner between two reads of the word, in
+ * ns, turned into relax rounds by the calibration as the budget is (spin_limits(): 62 pauses of
+ * 12.8 ns on the Intel guest, 32 of 25 ns on the AMD one). Every read pulls the line from an owner
+ * that re-locks at once. It was 16 relaxes until issue 11's stop 24: 205 ns on the Intel guest, 400 on
+ * the AMD one. On the Intel guest's whole matrix, 64 relaxes (820 ns) were better by the lab's rule in
+ * 13 of 108 cells and worse in none, on throughput, CPU per op and p99 alike: throughput 1.13-1.19x at
+ * 2-3 threads / 1 ns, p99 0.11-0.64x at 3-64 threads / 1 ns (docs/results/issue11-frontier-2core/:
+ * at 1 ns a late read rarely finds the lock free and mostly costs the owner its line). In time, not
+ * relaxes, because a pause lasts 13 ns on one machine and 25-40 on others: the AMD guest's one loss
+ * with 64 relaxes (8 threads / 100 ns, 0.86x, docs/results/mutex-tuning.md) was at 1.6 us between
+ * reads (800 ns is twice the AMD guest's old 400 ns; not measured there). The 2 us p99 columns are
+ * too noisy to judge either way. Costs: the budget is checked at reads only, so a spin may run past
+ * it by up to one such wait (800 ns; 205 ns before): a budget of 1 us ends after about 1.6 us (125
+ * rounds here) instead of 1.0. And behind holds longer than ~0.8 us the spinner takes the freed lock
+ * later (the review measured p50 588 ns from release to owning it, 290 before); on 2 us critical
+ * sections throughput stayed level or rose (0.98-1.18x over 7 repeats).
+ */
+#ifndef SPIN_BACKOFF_MAX_NS
+#define SPIN_BACKOFF_MAX_NS 800
+#endif
+/* SPIN_BACKOFF_MAX (lab variants only): the cap in relaxes instead, whatever a relax lasts. */
+#ifdef SPIN_BACKOFF_MAX
+_Static_assert(SPIN_BACKOFF_MAX >= 1, "SPIN_BACKOFF_MAX: at least one relax between two reads");
+#endif
+_Static_assert(SPIN_BACKOFF_MAX_NS >= 0 && SPIN_BACKOFF_MAX_NS <= 1000000,
+	       "SPIN_BACKOFF_MAX_NS: 0 (a read every relax) to 1 ms");
+
 static _Atomic uint32_t relax_ps;
+static _Atomic uint32_t backoff_rounds;	/* SPIN_BACKOFF_MAX_NS in relax rounds, set with relax_ps */
 /* 1 when spinning can pay at all (more than one CPU online); 0 unknown, 2 no */
 static _Atomic uint32_t multi_cpu;
 #if LKM_CROWD
@@ -623,37 +652,15 @@ static __attribute__((cold, noinline)) uint32_t calibrate(void)
 		atomic_store_explicit(&crowd_cap, c > 0 ? (uint32_t)c : 0, memory_order_relaxed);
 	}
 #endif
+	/*
+	 * relaxed (both): cached measurements; a reader that sees relax_ps before backoff_rounds reads
+	 * 0 and uses 1 (spin_limits()), for one spin
+	 */
+	atomic_store_explicit(&backoff_rounds, (uint32_t)((uint64_t)SPIN_BACKOFF_MAX_NS * 1000 / r),
+			      memory_order_relaxed);
 	atomic_store_explicit(&relax_ps, ps == 1000000 ? 0 : r, memory_order_relaxed);
 	return r;
 }
-
-/*
- * SPIN_BACKOFF_MAX_NS (default 800): the longest wait of a spinner between two reads of the word, in
- * ns, turned into relax rounds by the calibration as the budget is (spin_limits(): 62 pauses of
- * 12.8 ns on the Intel guest, 32 of 25 ns on the AMD one). Every read pulls the line from an owner
- * that re-locks at once. It was 16 relaxes until issue 11's stop 24: 205 ns on the Intel guest, 400 on
- * the AMD one. On the Intel guest's whole matrix, 64 relaxes (820 ns) were better by the lab's rule in
- * 13 of 108 cells and worse in none, on throughput, CPU per op and p99 alike: throughput 1.13-1.19x at
- * 2-3 threads / 1 ns, p99 0.11-0.64x at 3-64 threads / 1 ns (docs/results/issue11-frontier-2core/:
- * at 1 ns a late read rarely finds the lock free and mostly costs the owner its line). In time, not
- * relaxes, because a pause lasts 13 ns on one machine and 25-40 on others: the AMD guest's one loss
- * with 64 relaxes (8 threads / 100 ns, 0.86x, docs/results/mutex-tuning.md) was at 1.6 us between
- * reads (800 ns is twice the AMD guest's old 400 ns; not measured there). The 2 us p99 columns are
- * too noisy to judge either way. Costs: the budget is checked at reads only, so a spin may run past
- * it by up to one such wait (800 ns; 205 ns before): a budget of 1 us ends after about 1.6 us (125
- * rounds here) instead of 1.0. And behind holds longer than ~0.8 us the spinner takes the freed lock
- * later (the review measured p50 588 ns from release to owning it, 290 before); on 2 us critical
- * sections throughput stayed level or rose (0.98-1.18x over 7 repeats).
- */
-#ifndef SPIN_BACKOFF_MAX_NS
-#define SPIN_BACKOFF_MAX_NS 800
-#endif
-/* SPIN_BACKOFF_MAX (lab variants only): the cap in relaxes instead, whatever a relax lasts. */
-#ifdef SPIN_BACKOFF_MAX
-_Static_assert(SPIN_BACKOFF_MAX >= 1, "SPIN_BACKOFF_MAX: at least one relax between two reads");
-#endif
-_Static_assert(SPIN_BACKOFF_MAX_NS >= 0 && SPIN_BACKOFF_MAX_NS <= 1000000,
-	       "SPIN_BACKOFF_MAX_NS: 0 (a read every relax) to 1 ms");
 
 struct spin_limits {
 	uint32_t min, max;	/* relax rounds */
@@ -673,8 +680,11 @@ static inline struct spin_limits spin_limits(void)
 #ifdef SPIN_BACKOFF_MAX
 	sl.backoff = SPIN_BACKOFF_MAX;	/* lab variants lk_mutex_v_bo*: the cap in relaxes, as before */
 #else
-	if ((uint64_t)SPIN_BACKOFF_MAX_NS * 1000 / ps > 1)
-		sl.backoff = (uint32_t)((uint64_t)SPIN_BACKOFF_MAX_NS * 1000 / ps);
+	/* relaxed: cached measurement, see calibrate() (no division on the slow path) */
+	uint32_t b = atomic_load_explicit(&backoff_rounds, memory_order_relaxed);
+
+	if (b > 1)
+		sl.backoff = b;
 #endif
 	/* relaxed: cached measurement, see calibrate() */
 	if (atomic_load_explicit(&multi_cpu, memory_order_relaxed) != 1)
