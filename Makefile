@@ -70,7 +70,8 @@ test-hooks: build-hooks
 
 # The normal build's tests again with the whole run pinned to one CPU (the first this process may
 # use): owner, spinner and waiters then share that CPU and every handover goes through preemption,
-# the regime of a container pinned to one CPU, which the unpinned runs rarely reach.
+# the regime of a container pinned to one CPU, which the unpinned runs rarely reach. The shim tests
+# skip their spinning locks there (tests/preload_test.h: they progress only at scheduler ticks).
 test-pinned: build
 	cd build && taskset -c $$($(PYTHON) -c 'import os; print(min(os.sched_getaffinity(0)))') \
 	    ctest --output-on-failure -j 2 --output-junit ctest-pinned-junit.xml
