@@ -2,7 +2,7 @@
 # run.sh - issue 11's matrix where its thread counts straddle the core count: a 16-core machine.
 #
 #   docs/results/issue11-16core/run.sh [main] [batch] [threads-4-64]     (default: all three)
-#   docs/results/issue11-16core/run.sh counters crowd handoff wake    (prepared, not yet run there)
+#   docs/results/issue11-16core/run.sh counters crowd handoff wake backoff    (the stages of stop 25)
 #
 # main (about 7 minutes on 16 cores): the uncontended cell, the spinlock cells and the blocking
 # mutexes' cells at 2-256 threads; batch (3 minutes): the fixed-work cells; threads-4-64 (2
@@ -30,13 +30,15 @@
 # futex3 and absl_mutex, on 42 cells; handoff (1.5 minutes): handoff_ns 1 ms, 200 us and 50 us
 # through scripts/mutex-ab, with futex3; wake (2 minutes): the extra-wake variants lk_mutex_v_wm2
 # and _wm2crowd (LKM_WAKE_MORE) against lk_mutex_v_base, with futex3, at 8-32 threads. Limits:
-# COUNTERS_LIMIT, CROWD_LIMIT, HANDOFF_LIMIT, WAKE_LIMIT (seconds).
+# COUNTERS_LIMIT, CROWD_LIMIT, HANDOFF_LIMIT, WAKE_LIMIT (seconds). backoff (2.5 minutes, added at
+# stop 25; BACKOFF_LIMIT): the landed 800 ns spinner backoff cap (lk_mutex_v_base) against the
+# 16-relax cap before it (lk_mutex_v_bo16), with futex3, at 2-64 threads.
 set -uo pipefail
 stages=${*:-main batch threads-4-64}
 for stage in $stages; do
 	case $stage in
-	main | batch | threads-4-64 | counters | crowd | handoff | wake) ;;
-	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd, handoff or wake)" >&2
+	main | batch | threads-4-64 | counters | crowd | handoff | wake | backoff) ;;
+	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd, handoff, wake or backoff)" >&2
 		exit 2 ;;
 	esac
 done
@@ -87,9 +89,21 @@ locklab() { $py -c 'import sys; from locklab.cli import main; sys.exit(main())' 
 } > "$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 
-# A driver that cannot run a 16-thread cell ends the script here, in seconds.
-"${LOCKLAB_BENCH:-build/locklab-bench}" mutex --lock lk_mutex --threads 16 --cs-ns 100 \
-	--duration 0.05 --warmup 0.01 > /dev/null || { echo "run.sh: the driver fails"; exit 1; }
+# A driver that cannot run a 16-thread cell ends the script here, in seconds: each driver the
+# stages use (main, batch and threads-4-64 use $LOCKLAB_BENCH, else build/locklab-bench; the
+# prepared stages the variants driver, counters the statistics one).
+drivers=()
+for stage in $stages; do
+	case $stage in
+	main | batch | threads-4-64) drivers+=("${LOCKLAB_BENCH:-build/locklab-bench}") ;;
+	counters) drivers+=("$stats") ;;
+	*) drivers+=("$ab") ;;
+	esac
+done
+for d in $(printf '%s\n' "${drivers[@]}" | sort -u); do
+	"$d" mutex --lock lk_mutex --threads 16 --cs-ns 100 --duration 0.05 --warmup 0.01 > /dev/null ||
+		{ echo "run.sh: the driver $d fails"; exit 1; }
+done
 
 mutexes=lk_mutex,glibc_normal,glibc_adaptive,glibc_pi,futex3,rust_std,rust_parking_lot,absl_mutex
 bench() { # LIMIT_S NAME WORKLOAD ARGS... (the timed workloads get --duration 0.2 --warmup 0.05)
@@ -125,8 +139,8 @@ for stage in $stages; do
 			--cs-ns 1,100 --parallel-ratio 0,10 --repeat 2 --baseline lk_mutex_v_base ;;
 	crowd)
 		LOCKLAB_BENCH=$ab bench "${CROWD_LIMIT:-300}" crowd mutex \
-			--lock lk_mutex_v_base,lk_mutex_v_crowd,lk_mutex_v_crowd4,futex3,absl_mutex \
-			--threads 4,8,16,17,32,64,256 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
+			--lock "${CROWD_LOCKS:-lk_mutex_v_base,lk_mutex_v_crowd,lk_mutex_v_crowd4,futex3,absl_mutex}" \
+			--threads "${CROWD_THREADS:-4,8,16,17,32,64,256}" --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
 			--baseline lk_mutex_v_base ;;
 	handoff)
 		# one busy-loop calibration for every run, as locklab bench shares one
@@ -140,6 +154,11 @@ for stage in $stages; do
 			--variant "futex3=$ab:futex3" --threads 8,16,32 --cs-ns 1,100 --parallel-ratio 0,10 \
 			--repeat 4 --duration 0.2 --warmup 0.05 --out "$out/handoff.jsonl"
 		echo "== handoff: rc $? at $(date -u +%T); load $(cat /proc/loadavg)" ;;
+	backoff)
+		LOCKLAB_BENCH=$ab bench "${BACKOFF_LIMIT:-150}" backoff mutex \
+			--lock lk_mutex_v_base,lk_mutex_v_bo16,futex3 \
+			--threads 2,4,8,16,17,32,64 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
+			--baseline lk_mutex_v_base ;;
 	wake)
 		LOCKLAB_BENCH=$ab bench "${WAKE_LIMIT:-120}" wake mutex \
 			--lock lk_mutex_v_base,lk_mutex_v_wm2,lk_mutex_v_wm2crowd,futex3 \
