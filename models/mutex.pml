@@ -32,6 +32,9 @@
  *                                 parked before in this call and H == 0, else at the tail
  *   EX / EH (TIMERS)              lock_expired under BL, still queued, not owed
  *   F2/F3                         lk_mutex_unlock inline: !(P && (!(S || WK) || H > 0)) -> clear L
+ *                                 (one atomic step: whichever of the inline CASes succeeds - the
+ *                                 first, expecting L | the thread's guess, or a later one - it
+ *                                 replaces a word this guard holds for, so the guess is not modelled)
  *   unlock_slow                   L first (EPERM), re-check F3, then BL: U0 / UW / UH
  *   CR                            lkm_requeued (+ CP): P, H+1, Q+1, T2 appended at the tail
  *

@@ -270,6 +270,13 @@ def scan(text):
 FUNC_RE = re.compile(r"\b(lk_[A-Za-z0-9_]+)\s*\(")
 
 
+def decl_data(decl):
+    """The lk_* variable an extern declaration declares (None for anything else)."""
+    s = re.sub(r"\s+", " ", decl).strip()
+    m = re.match(r"extern\b[^(;]*?\b(lk_\w+)\s*(\[[^]]*\])?\s*(__attribute__\s*\(\(.*\)\))?\s*;$", s)
+    return m.group(1) if m else None
+
+
 def decl_function(decl):
     """The lk_* function a declaration declares or defines (None for types and data)."""
     s = re.sub(r"\s+", " ", decl)
@@ -391,7 +398,7 @@ def define_name(d):
 def header_page(h, families, version, date):
     path = h["path"]
     fam = family_of(path)
-    funcs, seen = [], set()
+    funcs, seen, data = [], set(), []
     func_groups, type_groups = [], []
     seen_defines = {}
     for comment, members in h["groups"]:
@@ -409,6 +416,9 @@ def header_page(h, families, version, date):
                 continue
             f = decl_function(it.text)
             if f is None:
+                v = decl_data(it.text)
+                if v and not v.endswith("_"):
+                    data.append(v)	# exported data: a link to the family page, not in NAME
                 if it.text.strip() in ("", ";"):
                     continue
                 if re.match(r"^(struct|union|enum)\s+\w+\s*;$", it.text.strip()):
@@ -480,7 +490,7 @@ def header_page(h, families, version, date):
     lines.append(",\n".join(see))
     if fam in DOCS:
         lines += [".PP", f"The design notes: \\fI{DOCS[fam]}\\fP in the locklab source tree."]
-    return fam, funcs, lines
+    return fam, funcs + data, lines
 
 
 def overview_page(umbrella, pages, version, date):

@@ -77,7 +77,11 @@
  *                                                                (release);
  *                                                                otherwise lk_mutex_unlock_slow,
  *                                                                which returns EPERM (no CAS, nobody
- *                                                                woken) if v has no L, even with P, H
+ *                                                                woken) if v has no L, even with P, H.
+ *                                                                The first CAS expects L | the thread's
+ *                                                                guess (lk_mutex_unlock_hint): 0, or a
+ *                                                                v its F3 last released, less L; a hit
+ *                                                                is F3 on that v, a miss costs a CAS
  *   lock_slow()                WC  CAS v -> v & ~W               woken with TOKEN_WAKE, first thing it
  *                                                                does (no CAS if W is clear)
  *                              N   CAS v -> fresh(v)             v has stale P, S, W, H or Q (fork)
@@ -426,6 +430,15 @@ static inline uint32_t retag(uint32_t v)
 	v &= ~G_MASK;
 	return v & G_TAGGED ? v | gen_bits() : v;
 }
+
+/* ---- the unlock's guess (locklab/mutex.h) ------------------------------------------------------- */
+
+/*
+ * lk_mutex_unlock()'s first CAS expects LOCKED | this. Written only by this thread's inline unlock,
+ * and only with 0 or a word its fast path may release less LOCKED (mutex.h says why any such value
+ * is safe). Zero in a new thread: the first guess is F2's.
+ */
+__thread uint32_t lk_mutex_unlock_hint __attribute__((tls_model("initial-exec")));
 
 /* ---- policy ------------------------------------------------------------------------------------ */
 

@@ -21,10 +21,12 @@
  *	                     saturates at 511): a new waiter's handoff deadline grows with it
  *
  * Lock is one atomic RMW (fetch_or LOCKED) when the mutex is free, whether or not waiters are
- * recorded; unlock is one CAS LOCKED -> 0 (a second CAS keeps the other bits when they are set), and
+ * recorded; unlock is one CAS, LOCKED -> 0, or, where this thread's last unlock found a spinner
+ * waiting, LOCKED|SPINNING|GEN -> SPINNING|GEN (a second CAS when the guess is wrong), and
  * calls out of line only when threads are parked and either no spinner is awake and no woken waiter
  * is on its way to take the lock, or a waiter is owed it. Both are inline below; neither reads a
- * clock or writes anything but the word.
+ * clock or writes anything but the word and, for unlock, one thread-local guess
+ * (lk_mutex_unlock_hint).
  * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
  * whose header comment has every transition, the invariants and the proof of the bound.
  *
@@ -151,6 +153,21 @@ int lk_mutex_destroy(lk_mutex_t *m);
 /* Out of line slow paths; not for direct use. */
 void lk_mutex_lock_slow(lk_mutex_t *m);
 int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v);
+
+/*
+ * Not for direct use: lk_mutex_unlock's guess at the word it will find, less LOCKED. It is 0, or
+ * the word this thread's last unlock released with its second CAS, less LOCKED: SPINNING and GEN
+ * when a spinner was waiting, as it nearly always is on a busy lock. The next unlock's first CAS
+ * expects LOCKED | the guess, so an unlock beside a waiting spinner is one RMW, not two (issue 11,
+ * stop 25: docs/results/issue11-unlock-guess-2core/). Every value it takes is a word the fast path
+ * may release (the loop's condition held for it), so a stale guess - another lock's, a signal
+ * handler's, an ancestor process's - is only a wrong guess: its CAS fails and the unlock goes on as
+ * without a guess, at the cost of that failed CAS. initial-exec: one fs-relative load, no
+ * __tls_get_addr call, in position-independent code too (a library dlopen()ed later takes these 4
+ * bytes from glibc's static TLS surplus).
+ */
+extern __thread uint32_t lk_mutex_unlock_hint __attribute__((tls_model("initial-exec")));
+
 /*
  * For lk_cond: acquire m after being unparked from m's queue with `token` (handoff; wake: clear
  * WOKEN first; plain).
@@ -210,14 +227,17 @@ int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *ab
  */
 static inline int lk_mutex_unlock(lk_mutex_t *m)
 {
-	uint32_t v = LK_MUTEX_LOCKED;
+	/* the word this thread's last unlock released, if it was more than LOCKED (see above) */
+	uint32_t v = LK_MUTEX_LOCKED | lk_mutex_unlock_hint, e = v;
 
 	/*
-	 * Guess "no waiters" first: a CAS without a preceding load takes the line for ownership once.
-	 * release (success): publishes the critical section to the next owner's acquire RMW.
+	 * One CAS, expecting the guess, without a preceding load: it takes the line for ownership
+	 * once. A hit is F2 (no guess: LOCKED -> 0) or F3 (a word the loop below released before:
+	 * keeps its other bits). release (success): publishes the critical section to the next
+	 * owner's acquire RMW.
 	 */
-	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
-								     memory_order_relaxed), 1))
+	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, e & ~LK_MUTEX_LOCKED,
+								     memory_order_release, memory_order_relaxed), 1))
 		return 0;
 	/*
 	 * the slow path only when threads are parked and either nobody awake will take the lock (no
@@ -228,11 +248,14 @@ static inline int lk_mutex_unlock(lk_mutex_t *m)
 		 (!(v & (LK_MUTEX_SPINNING | LK_MUTEX_WOKEN)) || (v & LK_MUTEX_OWED_MASK)))) {
 		if (!(v & LK_MUTEX_LOCKED))
 			return EPERM;
+		/* the next unlock's guess: only ever a word this loop may release */
+		lk_mutex_unlock_hint = v & ~LK_MUTEX_LOCKED;
 		/* release: as above */
 		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~LK_MUTEX_LOCKED,
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}
+	lk_mutex_unlock_hint = 0;
 	return lk_mutex_unlock_slow(m, v);
 }
 

@@ -26,6 +26,7 @@
 #define lk_mutex_unlock		LKMV(unlock)
 #define lk_mutex_lock_slow	LKMV(lock_slow)
 #define lk_mutex_unlock_slow	LKMV(unlock_slow)
+#define lk_mutex_unlock_hint	LKMV(unlock_hint)
 #define lk_mutex_lock_unparked	LKMV(lock_unparked)
 #define lkm_requeued		LKMV(requeued)
 #define lkm_requeued_timed_out	LKMV(requeued_timed_out)
