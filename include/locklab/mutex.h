@@ -25,8 +25,8 @@
  * waiting, LOCKED|SPINNING|GEN -> SPINNING|GEN (a second CAS when the guess is wrong), and
  * calls out of line only when threads are parked and either no spinner is awake and no woken waiter
  * is on its way to take the lock, or a waiter is owed it. Both are inline below; neither reads a
- * clock or writes anything but the word and, for unlock, one thread-local guess
- * (lk_mutex_unlock_hint).
+ * clock or writes anything but the word and, for unlock in a program's code, one thread-local
+ * guess (lk_mutex_unlock_hint, LK_MUTEX_UNLOCK_GUESS).
  * Everything else (spinning, parking, waking, handing the lock over) is out of line in src/mutex.c,
  * whose header comment has every transition, the invariants and the proof of the bound.
  *
@@ -162,11 +162,43 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v);
  * stop 25: docs/results/issue11-unlock-guess-2core/). Every value it takes is a word the fast path
  * may release (the loop's condition held for it), so a stale guess - another lock's, a signal
  * handler's, an ancestor process's - is only a wrong guess: its CAS fails and the unlock goes on as
- * without a guess, at the cost of that failed CAS. initial-exec: one fs-relative load, no
- * __tls_get_addr call, in position-independent code too (a library dlopen()ed later takes these 4
- * bytes from glibc's static TLS surplus).
+ * without a guess, at the cost of that failed CAS.
+ *
+ * initial-exec: one fs-relative load, no __tls_get_addr call. A module that reads a variable of
+ * another with that model needs the other's whole TLS block in the static TLS area, which a library
+ * dlopen()ed late gets only from glibc's small surplus. So the inline unlock guesses only where
+ * LK_MUTEX_UNLOCK_GUESS is 1: by default in code compiled for a program (__PIE__, or no __PIC__),
+ * where liblocklab is loaded at startup because the program links it; not in code compiled for a
+ * shared library (__PIC__ without __PIE__: liblocklab's own code, a plugin), whose unlock expects
+ * LOCKED alone, as before stop 25. A library that is always loaded at startup (linked by its
+ * program, or LD_PRELOADed, as locklab's shim is) may define LK_MUTEX_UNLOCK_GUESS 1.
  */
+#ifndef LK_MUTEX_UNLOCK_GUESS
+#if defined(__PIC__) && !defined(__PIE__)
+#define LK_MUTEX_UNLOCK_GUESS 0
+#else
+#define LK_MUTEX_UNLOCK_GUESS 1
+#endif
+#endif
 extern __thread uint32_t lk_mutex_unlock_hint __attribute__((tls_model("initial-exec")));
+
+static inline uint32_t lk_mutex_guess_(void)
+{
+#if LK_MUTEX_UNLOCK_GUESS
+	return lk_mutex_unlock_hint;
+#else
+	return 0;
+#endif
+}
+
+static inline void lk_mutex_set_guess_(uint32_t guess)
+{
+#if LK_MUTEX_UNLOCK_GUESS
+	lk_mutex_unlock_hint = guess;
+#else
+	(void)guess;
+#endif
+}
 
 /*
  * For lk_cond: acquire m after being unparked from m's queue with `token` (handoff; wake: clear
@@ -228,7 +260,7 @@ int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *ab
 static inline int lk_mutex_unlock(lk_mutex_t *m)
 {
 	/* the word this thread's last unlock released, if it was more than LOCKED (see above) */
-	uint32_t v = LK_MUTEX_LOCKED | lk_mutex_unlock_hint, e = v;
+	uint32_t v = LK_MUTEX_LOCKED | lk_mutex_guess_(), e = v;
 
 	/*
 	 * One CAS, expecting the guess, without a preceding load: it takes the line for ownership
@@ -249,13 +281,13 @@ static inline int lk_mutex_unlock(lk_mutex_t *m)
 		if (!(v & LK_MUTEX_LOCKED))
 			return EPERM;
 		/* the next unlock's guess: only ever a word this loop may release */
-		lk_mutex_unlock_hint = v & ~LK_MUTEX_LOCKED;
+		lk_mutex_set_guess_(v & ~LK_MUTEX_LOCKED);
 		/* release: as above */
 		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~LK_MUTEX_LOCKED,
 							  memory_order_release, memory_order_relaxed))
 			return 0;
 	}
-	lk_mutex_unlock_hint = 0;
+	lk_mutex_set_guess_(0);
 	return lk_mutex_unlock_slow(m, v);
 }
 
