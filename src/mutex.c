@@ -434,7 +434,8 @@ static inline uint32_t retag(uint32_t v)
 /* ---- the unlock's guess (locklab/mutex.h) ------------------------------------------------------- */
 
 /*
- * lk_mutex_unlock()'s first CAS expects LOCKED | this. Written only by this thread's inline unlock,
+ * lk_mutex_unlock()'s first CAS expects LOCKED | this, in code built with LK_MUTEX_UNLOCK_GUESS
+ * (mutex.h: a program's, not this library's own). Written only by this thread's inline unlock,
  * and only with 0 or a word its fast path may release less LOCKED (mutex.h says why any such value
  * is safe). Zero in a new thread: the first guess is F2's.
  */
