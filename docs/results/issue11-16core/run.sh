@@ -3,6 +3,7 @@
 #
 #   docs/results/issue11-16core/run.sh [main] [batch] [threads-4-64]     (default: all three)
 #   docs/results/issue11-16core/run.sh counters crowd handoff wake backoff    (the stages of stop 25)
+#   docs/results/issue11-16core/run.sh guess                                   (prepared at stop 25)
 #
 # main (about 7 minutes on 16 cores): the uncontended cell, the spinlock cells and the blocking
 # mutexes' cells at 2-256 threads; batch (3 minutes): the fixed-work cells; threads-4-64 (2
@@ -32,13 +33,15 @@
 # and _wm2crowd (LKM_WAKE_MORE) against lk_mutex_v_base, with futex3, at 8-32 threads. Limits:
 # COUNTERS_LIMIT, CROWD_LIMIT, HANDOFF_LIMIT, WAKE_LIMIT (seconds). backoff (2.5 minutes, added at
 # stop 25; BACKOFF_LIMIT): the landed 800 ns spinner backoff cap (lk_mutex_v_base) against the
-# 16-relax cap before it (lk_mutex_v_bo16), with futex3, at 2-64 threads.
+# 16-relax cap before it (lk_mutex_v_bo16), with futex3, at 2-64 threads. guess (3 minutes, added
+# at stop 25, not yet run there; GUESS_LIMIT): the unlock's guess (lk_mutex_v_base) against the
+# unlock before it (lk_mutex_v_uh0), with futex3, on the same cells.
 set -uo pipefail
 stages=${*:-main batch threads-4-64}
 for stage in $stages; do
 	case $stage in
-	main | batch | threads-4-64 | counters | crowd | handoff | wake | backoff) ;;
-	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd, handoff, wake or backoff)" >&2
+	main | batch | threads-4-64 | counters | crowd | handoff | wake | backoff | guess) ;;
+	*) echo "run.sh: unknown stage '$stage' (expected main, batch, threads-4-64, counters, crowd, handoff, wake, backoff or guess)" >&2
 		exit 2 ;;
 	esac
 done
@@ -157,6 +160,11 @@ for stage in $stages; do
 	backoff)
 		LOCKLAB_BENCH=$ab bench "${BACKOFF_LIMIT:-150}" backoff mutex \
 			--lock lk_mutex_v_base,lk_mutex_v_bo16,futex3 \
+			--threads 2,4,8,16,17,32,64 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
+			--baseline lk_mutex_v_base ;;
+	guess)
+		LOCKLAB_BENCH=$ab bench "${GUESS_LIMIT:-180}" guess mutex \
+			--lock lk_mutex_v_base,lk_mutex_v_uh0,futex3 \
 			--threads 2,4,8,16,17,32,64 --cs-ns 1,100,2000 --parallel-ratio 0,10 --repeat 4 \
 			--baseline lk_mutex_v_base ;;
 	wake)
