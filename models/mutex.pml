@@ -31,10 +31,11 @@
  *   V (park)                      lock_validate under BL: L && P -> Q+1, queue at the head if it
  *                                 parked before in this call and H == 0, else at the tail
  *   EX / EH (TIMERS)              lock_expired under BL, still queued, not owed
- *   F2/F3                         lk_mutex_unlock inline: !(P && (!(S || WK) || H > 0)) -> clear L
- *                                 (one atomic step: whichever of the inline CASes succeeds - the
- *                                 first, expecting L | the thread's guess, or a later one - it
- *                                 replaces a word this guard holds for, so the guess is not modelled)
+ *   G1                            lk_mutex_unlock inline, first CAS: the word == L | the thread's
+ *                                 guess (stop 25, lk_mutex_unlock_hint) -> clear L
+ *   F2/F3                         lk_mutex_unlock inline: !(P && (!(S || WK) || H > 0)) -> clear L,
+ *                                 the guess := the word it released (less L); otherwise the
+ *                                 guess := 0 and unlock_slow
  *   unlock_slow                   L first (EPERM), re-check F3, then BL: U0 / UW / UH
  *   CR                            lkm_requeued (+ CP): P, H+1, Q+1, T2 appended at the tail
  *
@@ -70,6 +71,10 @@
  *   NO_WC            the woken thread never clears W: every later unlock takes F3 (W set) and
  *                    wakes nobody, so parked waiters sleep for ever.
  * @mutant NO_WC            safety=end
+ *   GUESS_UNCHECKED  the unlock's guess is the word its first CAS found, whether or not F3 may
+ *                    release that word: a later unlock that finds the same word (P, nobody awake)
+ *                    releases it by G1 and wakes nobody.
+ * @mutant GUESS_UNCHECKED  safety_iter2=end
  */
 
 #ifndef ITERS
@@ -95,6 +100,12 @@ byte cs;			/* ghost: threads in a critical section */
 bit owed_since[NT];		/* ghost: owed and has not acquired since */
 short budget[NT];		/* ghost: acquisitions by others it may still see before its own */
 bit requeued;			/* ghost: A has requeued T2 */
+/*
+ * each thread's unlock guess (lk_mutex_unlock_hint): the word less L. Kept for T0 and T1 only, the
+ * threads that unlock more than once: T2's and A's single unlock guesses 0, as a new thread's does.
+ */
+bit gP[NT], gS[NT], gW[NT];
+byte gH[NT], gQ[NT];
 
 inline lock_bl()
 {
@@ -363,16 +374,44 @@ got:
 	enter_cs();
 	/* critical section */
 	d_step { cs-- };
-	/* unlock: F2/F3 */
+	/* unlock: G1, the first CAS, expecting L | the guess */
+	atomic {
+		assert(L == 1);
+		if
+		:: P == gP[t] && S == gS[t] && WK == gW[t] && H == gH[t] && Q == gQ[t] -> L = 0; goto unlocked
+#ifdef GUESS_UNCHECKED
+		:: else ->
+			if
+			:: t < RQ -> gP[t] = P; gS[t] = S; gW[t] = WK; gH[t] = H; gQ[t] = Q
+			:: else -> skip
+			fi
+#else
+		:: else -> skip
+#endif
+		fi
+	};
+	/* F2/F3, and the next guess */
 	atomic {
 		assert(L == 1);
 		if
 #ifdef SPIN_IGNORES_H
-		:: !(P && !(S || WK)) -> L = 0; goto unlocked
+		:: !(P && !(S || WK)) ->
 #else
-		:: !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
+		:: !(P && (!(S || WK) || H > 0)) ->
 #endif
-		:: else -> skip
+#ifndef GUESS_UNCHECKED
+			if
+			:: t < RQ -> gP[t] = P; gS[t] = S; gW[t] = WK; gH[t] = H; gQ[t] = Q
+			:: else -> skip
+			fi;
+#endif
+			L = 0; goto unlocked
+		:: else ->
+#ifndef GUESS_UNCHECKED
+			gP[t] = 0; gS[t] = 0; gW[t] = 0; gH[t] = 0; gQ[t] = 0
+#else
+			skip
+#endif
 		fi
 	};
 	/* unlock_slow: L first, then the re-check (one CAS) */
