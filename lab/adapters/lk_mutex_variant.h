@@ -56,38 +56,10 @@ static int lkmv_trylock(void *l)
 	return lk_mutex_trylock(l);
 }
 
-#if LKMV_UNLOCK_NO_HINT
-/*
- * mutex.h's unlock as it was before issue 11's stop 25: the first CAS expects L alone, so beside a
- * waiting spinner (L|S|G) it fails and a second CAS releases. The default guesses the word from
- * this thread's last unlock (lk_mutex_unlock_hint) and releases there with one.
- */
-static int lkmv_plain_unlock(lk_mutex_t *m)
-{
-	uint32_t v = L;
-
-	/* release (success): publishes the critical section to the next owner's acquire RMW */
-	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
-								     memory_order_relaxed), 1))
-		return 0;
-	while (!((v & P) && (!(v & (S | W)) || (v & H_MASK)))) {
-		if (!(v & L))
-			return EPERM;
-		/* release: as above */
-		if (atomic_compare_exchange_weak_explicit(&m->word, &v, v & ~L, memory_order_release,
-							  memory_order_relaxed))
-			return 0;
-	}
-	return lk_mutex_unlock_slow(m, v);
-}
-#endif
-
 static void lkmv_unlock(void *l)
 {
 #if LKM_WAKE_MORE
 	lkm_wm_unlock(l);
-#elif LKMV_UNLOCK_NO_HINT
-	lkmv_plain_unlock(l);
 #else
 	lk_mutex_unlock(l);
 #endif
