@@ -576,7 +576,6 @@ static uint64_t now_ns(clockid_t clock)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* picoseconds per lk_cpu_relax(), measured once; 0 = not yet */
 /*
  * SPIN_BACKOFF_MAX_NS (default 800): the longest wait of a spinner between two reads of the word, in
  * ns, turned into relax rounds by the calibration as the budget is (spin_limits(): 62 pauses of
@@ -605,6 +604,7 @@ _Static_assert(SPIN_BACKOFF_MAX >= 1, "SPIN_BACKOFF_MAX: at least one relax betw
 _Static_assert(SPIN_BACKOFF_MAX_NS >= 0 && SPIN_BACKOFF_MAX_NS <= 1000000,
 	       "SPIN_BACKOFF_MAX_NS: 0 (a read every relax) to 1 ms");
 
+/* picoseconds per lk_cpu_relax(), measured once; 0 = not yet */
 static _Atomic uint32_t relax_ps;
 static _Atomic uint32_t backoff_rounds;	/* SPIN_BACKOFF_MAX_NS in relax rounds, set with relax_ps */
 /* 1 when spinning can pay at all (more than one CPU online); 0 unknown, 2 no */
