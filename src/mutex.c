@@ -1004,6 +1004,9 @@ static int crowd_spin(lk_mutex_t *m, struct spin_limits lim, uint32_t *vp, const
 	} while (!atomic_compare_exchange_weak_explicit(&crowd.n, &n, n + 1, memory_order_relaxed,
 						       memory_order_relaxed));
 	lockstat_inc(mutex_crowd_start);
+#ifdef LKM_CROWD_JOINED
+	LKM_CROWD_JOINED();	/* tests/test_mutex_crowd.c only: we joined the crowd */
+#endif
 	int64_t now = (int64_t)now_ns(CLOCK_MONOTONIC);
 	int64_t end = now + (int64_t)((uint64_t)lim.max * lim.ps / 1000);
 

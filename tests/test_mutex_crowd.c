@@ -7,8 +7,8 @@
  *
  *  1. A timedlock caller that joins the crowd returns ETIMEDOUT at its deadline, not when the S
  *     holder gives up: the spinner holds S for 10 ms (spin_min = spin_max = 10 ms behind an owner
- *     that holds the lock 200 ms), the caller arrives with a 3 ms deadline, is seen in the crowd
- *     (crowd.n == 1), and must return within 2 ms of it. Before the fix the crowd spin counted
+ *     that holds the lock 200 ms), the caller arrives with a 3 ms deadline, joins the crowd
+ *     (counted by the test-only LKM_CROWD_JOINED point), and must return within 2 ms of it. Before the fix the crowd spin counted
  *     spin_max_ns of relax rounds and ignored the deadline: 7 ms late or more.
  *  2. The count saturates at 0: a fork's child zeroes it (crowd_reset()) while a spinner of the
  *     parent is in the crowd; here the reset runs while a crowd spinner of this process spins, and
@@ -28,6 +28,9 @@
 #define LKM_VARIANT crowdtest
 #define LKM_CROWD 2
 #define LKM_CROWD_ANY_CPUS 1
+/* case 1 counts the joins (a look at crowd.n can miss a whole crowd spin on a loaded machine) */
+static _Atomic int crowd_joins;
+#define LKM_CROWD_JOINED() atomic_fetch_add_explicit(&crowd_joins, 1, memory_order_relaxed)
 #include "../lab/adapters/lk_mutex_renamed.h"
 
 #include <errno.h>
@@ -43,6 +46,7 @@ static lk_mutex_t m = LK_MUTEX_INITIALIZER;
 static _Atomic int owner_locked;
 static _Atomic long long timed_late_ns;
 static _Atomic int timed_rc;
+static _Atomic int waiter_done;	/* case 2's crowd candidate has returned from its lock */
 
 static long long mono_ns(void)
 {
@@ -107,6 +111,14 @@ static void *timed(void *arg)
 	return NULL;
 }
 
+/* Case 2's crowd candidate: lock_unlock, then says so. */
+static void *lock_unlock_done(void *arg)
+{
+	lock_unlock(arg);
+	atomic_store(&waiter_done, 1);
+	return NULL;
+}
+
 /* An owner holding the lock hold_ns, and a spinner holding S behind it; false if S never showed. */
 static bool start_owner_and_spinner(pthread_t *o, pthread_t *s, long long *hold_ns)
 {
@@ -136,12 +148,11 @@ static bool try_deadline(void)
 		return false;
 	}
 	atomic_store(&timed_rc, -1);
+	atomic_store(&crowd_joins, 0);
 	pthread_create(&c, NULL, timed, &rel);
-	for (long long t0 = mono_ns(); mono_ns() - t0 < 2500000ll && !seen;) {
-		seen = crowd_count() == 1;
-		sleep_ns(50000);
-	}
 	pthread_join(c, NULL);
+	/* the caller is the only thread that can join: the S holder spins, the owner sleeps */
+	seen = atomic_load(&crowd_joins) == 1;
 	long long late = atomic_load(&timed_late_ns);
 	int r = atomic_load(&timed_rc);
 
@@ -165,8 +176,10 @@ static bool try_saturation(void)
 		pthread_join(s, NULL);
 		return false;
 	}
-	pthread_create(&c, NULL, lock_unlock, &m);
-	for (long long t0 = mono_ns(); mono_ns() - t0 < 5000000ll && !seen;) {
+	atomic_store(&waiter_done, 0);
+	pthread_create(&c, NULL, lock_unlock_done, &m);
+	/* until the candidate is back (it may start late on a loaded machine), as in case 1 */
+	while (!seen && !atomic_load(&waiter_done)) {
 		seen = crowd_count() == 1;
 		if (!seen)
 			sched_yield();
