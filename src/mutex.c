@@ -838,10 +838,25 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
  * park, where the starvation bound starts counting, or before it parks again), returns at most one
  * yield after its timedlock deadline, and parks at most one yield after its handoff deadline; no
  * transition of its own (between yields it only looks), no write to the word. Cost: a claim of S
- * reads the clock once (C), and such a waiter reads it before each yield and its park.
+ * reads the clock once, after C succeeds, and such a waiter reads it before each yield and its park.
  */
 #ifndef LKM_WAIT_YIELDS
 #define LKM_WAIT_YIELDS 4
+#endif
+
+/*
+ * LKM_STAMP_BEFORE_CLAIM (default 0; lab variant lk_mutex_v_stamppre): write the claim's time before
+ * each try of C, as before stop 26, instead of once after it succeeds. Before, no waiter could see a
+ * new S with an older claim's time; but the stamp - a clock read (23 ns here) and a store that pulls
+ * the slot's line from the thread that last spun - delayed the claim of a thread that had just lost
+ * the lock. Where the owner re-locks at once (2 threads / 1 ns) that delay cost 0.85x throughput and
+ * 1.18x CPU per op (docs/results/issue11-stamp-2core/; a lab build that stamped before the first try
+ * only was as slow, so it is the delay, not the retries). Where the lock is free half the time (2
+ * threads / 100 ns / 1x outside) the delay helped: the late claim found the lock free and barged, and
+ * a prompt one spins, so there the p99 rises from about 0.5 to 1.4 us (same record).
+ */
+#ifndef LKM_STAMP_BEFORE_CLAIM
+#define LKM_STAMP_BEFORE_CLAIM 0
 #endif
 
 #if LKM_SPIN_YIELDS
@@ -1245,12 +1260,8 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			return ETIMEDOUT;
 		}
 		if (may_spin && !(v & (S | H_MASK))) {
-#if LKM_WAIT_YIELDS
-			/*
-			 * Stamped before the claim, so that no waiter sees our S with an older claim's time
-			 * (a failed CAS leaves a stamp too fresh: waiters then park, as without the yields).
-			 * relaxed: a heuristic timestamp, orders nothing
-			 */
+#if LKM_WAIT_YIELDS && LKM_STAMP_BEFORE_CLAIM
+			/* lab variant lk_mutex_v_stamppre: the stamp before every try of C, as before stop 26 */
 			atomic_store_explicit(&sl->s_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
 #endif
 			/* C. relaxed: S is a role bit, no data */
@@ -1259,6 +1270,17 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				continue;
 			v = retag(v | S);
 			own_s = true;
+#if LKM_WAIT_YIELDS && !LKM_STAMP_BEFORE_CLAIM
+			/*
+			 * Stamped once S is ours, not before the claim: the stamp delayed the claim of
+			 * a thread that had just lost the lock, and that cost up to 1.18x at 2 threads / 1 ns
+			 * (LKM_STAMP_BEFORE_CLAIM). A waiter that reads the slot between our claim and this
+			 * store sees an older claim's time: if that is older than spin_max_ns it yields once
+			 * more before it looks again, as it would had we been preempted here. relaxed: a
+			 * heuristic timestamp, orders nothing
+			 */
+			atomic_store_explicit(&sl->s_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+#endif
 			continue;
 		}
 #if LKM_CROWD
