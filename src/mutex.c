@@ -828,7 +828,8 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
  * utilisation 0.70 at 32-64 threads / 1 ns / 100x outside). A yield instead keeps the waiter
  * runnable and lets the preempted thread run on this CPU. A fresh S (a spinner within its budget:
  * the common case with short critical sections) parks at once, as before, so no yields are spent
- * where the spinner is about to take the lock.
+ * where the spinner is about to take the lock; an S claimed so recently that its stamp has not landed
+ * yet parks after at most STAMP_GRACE_NS (below).
  * Not while a waiter is owed (H: it must be served), nor once our own handoff deadline has passed (we
  * park and become owed), nor once spin_max_ns has passed since the first of these yields since the
  * waiter last parked: a yield lasts a time slice per thread queued on the CPU (tens of ms behind CPU
@@ -845,9 +846,25 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #endif
 
 /*
+ * STAMP_GRACE_NS (default 2000; 0 in the lab variant lk_mutex_v_grace0): how long a would-be parker
+ * that finds S with a claim's time older than spin_max_ns waits for a newer stamp before it takes S
+ * for stuck (wait_yield_ok()), looking at the stamp every 8 relaxes. A claim is stamped just after it
+ * is made (stop 26), a clock read and a store: tens to a few hundred ns here. Without the wait, the
+ * hostile review's reproducer (a lock idle longer than spin_max_ns between bursts of two waiters) had
+ * a waiter yield behind a spinner claimed microseconds before in 5-7 of 300-800 bursts; with 500 ns,
+ * in 0-6 of 800; with 2 us, in 4 of 3200 (a spinner held up that long between its claim and its
+ * stamp, by an interrupt or a preemption, is as good as stuck). Costs: a would-be parker behind a
+ * stuck S yields up to 2 us later, once per park; a timedlock caller may return that much later.
+ */
+#ifndef STAMP_GRACE_NS
+#define STAMP_GRACE_NS 2000
+#endif
+
+/*
  * LKM_STAMP_BEFORE_CLAIM (default 0; lab variant lk_mutex_v_stamppre): write the claim's time before
- * each try of C, as before stop 26, instead of once after it succeeds. Before, no waiter could see a
- * new S with an older claim's time; but the stamp - a clock read (23 ns here) and a store that pulls
+ * each try of C, as before stop 26, instead of once after it succeeds. Before, a waiter could not
+ * see a new S with an older claim's time (where stores stay in order, as on x86: the store and the
+ * CAS are both relaxed); but the stamp - a clock read (23 ns here) and a store that pulls
  * the slot's line from the thread that last spun - delayed the claim of a thread that had just lost
  * the lock. Where the owner re-locks at once (2 threads / 1 ns) that delay cost 0.85x throughput and
  * 1.18x CPU per op (docs/results/issue11-stamp-2core/; a lab build that stamped before the first try
@@ -898,6 +915,25 @@ static bool wait_yield_ok(struct slot *sl, struct spin_limits lim, uint32_t v, c
 
 	if (now - s_at <= max_ns)
 		return false;
+	if (STAMP_GRACE_NS && yields == 0) {
+		/*
+		 * A spinner stamps its claim just after making it (see C in lock_slow()), so an S
+		 * claimed a moment ago may still carry an older claim's time. Give the stamp
+		 * STAMP_GRACE_NS to land before calling S stuck: no yield behind a spinner that is
+		 * running; one that was preempted between its claim and its stamp is stuck anyway.
+		 */
+		uint64_t rounds = (uint64_t)STAMP_GRACE_NS * 1000 / lim.ps;
+
+		LK_TEST_HOOK("mutex.stamp_grace", w->m);	/* test builds only: about to wait */
+		for (uint64_t k = 0; k < rounds; k++) {
+			lk_cpu_relax();
+			/* relaxed: as above; a new stamp is a claim made since we looked */
+			if ((k & 7) == 7 &&
+			    (int64_t)atomic_load_explicit(&sl->s_at, memory_order_relaxed) != s_at)
+				return false;
+		}
+		now = (int64_t)now_ns(CLOCK_MONOTONIC);
+	}
 	/* a yield lasts a time slice per thread queued on this CPU: stop once spin_max_ns is spent */
 	if (yields == 0)
 		*t0 = now;
@@ -1270,14 +1306,15 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 				continue;
 			v = retag(v | S);
 			own_s = true;
+			LK_TEST_HOOK("mutex.claimed", m);	/* test builds only: S is ours, not stamped yet */
 #if LKM_WAIT_YIELDS && !LKM_STAMP_BEFORE_CLAIM
 			/*
 			 * Stamped once S is ours, not before the claim: the stamp delayed the claim of
 			 * a thread that had just lost the lock, and that cost up to 1.18x at 2 threads / 1 ns
 			 * (LKM_STAMP_BEFORE_CLAIM). A waiter that reads the slot between our claim and this
-			 * store sees an older claim's time: if that is older than spin_max_ns it yields once
-			 * more before it looks again, as it would had we been preempted here. relaxed: a
-			 * heuristic timestamp, orders nothing
+			 * store sees an older claim's time; it waits up to STAMP_GRACE_NS for this store
+			 * before it takes our S for stuck (wait_yield_ok()). relaxed: a heuristic timestamp,
+			 * orders nothing
 			 */
 			atomic_store_explicit(&sl->s_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
 #endif

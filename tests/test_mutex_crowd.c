@@ -8,8 +8,9 @@
  *  1. A timedlock caller that joins the crowd returns ETIMEDOUT at its deadline, not when the S
  *     holder gives up: the spinner holds S for 10 ms (spin_min = spin_max = 10 ms behind an owner
  *     that holds the lock 200 ms), the caller arrives with a 3 ms deadline, joins the crowd
- *     (counted by the test-only LKM_CROWD_JOINED point), and must return within 2 ms of it. Before the fix the crowd spin counted
- *     spin_max_ns of relax rounds and ignored the deadline: 7 ms late or more.
+ *     (counted by the test-only LKM_CROWD_JOINED point), and must return within 2 ms of it. Before
+ *     the fix the crowd spin counted spin_max_ns of relax rounds and ignored the deadline: 7 ms
+ *     late or more.
  *  2. The count saturates at 0: a fork's child zeroes it (crowd_reset()) while a spinner of the
  *     parent is in the crowd; here the reset runs while a crowd spinner of this process spins, and
  *     when that spinner leaves the count must be 0, not 2^32 - 1 (the review's signal-handler

@@ -247,8 +247,9 @@ static inline int lk_mutex_trylock(lk_mutex_t *m)
  * by the relax calibration), plus
  * one sched_yield() (a spinner whose budget ran out yields before it parks, checking the deadline and
  * the time it has spent before each yield; so does a waiter behind a spinner stuck past spin_max_ns,
- * checking the deadline and its time before each yield). One yield lasts as long as the threads
- * queued on the CPU run: tens of ms behind CPU hogs.
+ * checking the deadline and its time before each yield, and before its first yield waiting up to
+ * 2 us for the spinner's stamp). One yield lasts as long as the threads queued on the CPU run: tens
+ * of ms behind CPU hogs.
  */
 int lk_mutex_timedlock(lk_mutex_t *m, clockid_t clock, const struct timespec *abs);
 

@@ -24,7 +24,7 @@
 
 static const char *const hk_points[] = {
 	"spin_ticket.trylock", "mutex.spin", "mutex.park", "mutex.unlock_slow", "mutex.handoff", "mutex.owed",
-	"mutex.woken", "mutex.wait_yield",
+	"mutex.woken", "mutex.wait_yield", "mutex.claimed", "mutex.stamp_grace",
 	"park.queued", "park.timeout", "park.grow", "qspin.queued", "qspin.fallback",
 };
 #define HK_NPOINTS (sizeof(hk_points) / sizeof(hk_points[0]))

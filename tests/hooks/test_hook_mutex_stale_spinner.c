@@ -17,6 +17,11 @@
  *      at once: N must park without a single yield. If more than 5 ms passed between S's claim and
  *      N's park (an overloaded machine), N may rightly have yielded: the round is run again (at
  *      most 20 times).
+ *   D. Young S, not stamped yet (stop 26 stamps a claim just after making it). spin_max_ns 2 ms and
+ *      the slot's last stamp 5 ms old; S is held at mutex.claimed (S claimed, the stamp not written),
+ *      N calls lock and reaches mutex.stamp_grace (it saw S with the old time); there N's hook lets
+ *      S go and waits until S has stamped (S at mutex.spin). N must then see the new stamp and park
+ *      without a yield. Without the grace (STAMP_GRACE_NS 0) N yields 4 times here.
  * handoff_ns is 10 s, so nobody becomes owed.
  */
 #include <errno.h>
@@ -40,6 +45,8 @@ static _Atomic uint64_t n_first_yield_ns, n_park_ns;
 static _Atomic uint64_t n_start_ns;	/* N calls lock: no later than the library's first yield clock */
 static _Atomic int slow_yields;		/* C: each of N's yields lasts 200 us */
 static _Atomic int acquired;
+static _Atomic int hold_claimed;	/* D: S waits at mutex.claimed until s_stamp_go */
+static _Atomic int s_claimed, s_stamp_go, n_graces;
 
 static uint64_t mono_ns(void)
 {
@@ -60,7 +67,19 @@ static void on_hook(const char *point, void *arg)
 {
 	if (arg != &m)
 		return;
-	if (role == ROLE_S && hk_is(point, "mutex.spin")) {
+	if (role == ROLE_S && hk_is(point, "mutex.claimed") && atomic_load(&hold_claimed)) {
+		atomic_store(&s_claimed, 1);
+		while (!atomic_load(&s_stamp_go))
+			sched_yield();
+	} else if (role == ROLE_N && hk_is(point, "mutex.stamp_grace")) {
+		atomic_fetch_add(&n_graces, 1);
+		if (atomic_load(&hold_claimed)) {
+			/* let S stamp its claim, and wait until it has (it then reaches mutex.spin) */
+			atomic_store(&s_stamp_go, 1);
+			while (!atomic_load(&s_spinning))
+				sched_yield();
+		}
+	} else if (role == ROLE_S && hk_is(point, "mutex.spin")) {
 		if (!atomic_load(&s_spinning)) {
 			atomic_store(&s_claim_ns, mono_ns());
 			atomic_store(&s_spinning, 1);
@@ -133,6 +152,43 @@ static uint64_t round_trip(uint64_t delay_ns)
 	return took;
 }
 
+/* D: S held between its claim and its stamp, N arriving then; returns N's yields */
+static int young_round(void)
+{
+	pthread_t s, n;
+	struct timespec stale = { 0, 5000000 };
+
+	set_spin_max(2000000);
+	nanosleep(&stale, NULL);		/* the slot's last stamp is now older than 2 ms */
+	atomic_store(&s_spinning, 0);
+	atomic_store(&s_release, 0);
+	atomic_store(&s_claimed, 0);
+	atomic_store(&s_stamp_go, 0);
+	atomic_store(&n_graces, 0);
+	atomic_store(&n_yields, 0);
+	atomic_store(&n_parks, 0);
+	atomic_store(&acquired, 0);
+	atomic_store(&hold_claimed, 1);
+	lk_mutex_lock(&m);
+	CHECK_EQ(pthread_create(&s, NULL, locker, (void *)(intptr_t)ROLE_S), 0);
+	while (!atomic_load(&s_claimed))
+		sched_yield();
+	CHECK_EQ(pthread_create(&n, NULL, locker, (void *)(intptr_t)ROLE_N), 0);
+	while (queued() != 1)			/* N parked */
+		sched_yield();
+	atomic_store(&s_stamp_go, 1);		/* (already, unless N never waited for a stamp) */
+	atomic_store(&s_release, 1);
+	CHECK_EQ(lk_mutex_unlock(&m), 0);
+	CHECK_EQ(pthread_join(s, NULL), 0);
+	CHECK_EQ(pthread_join(n, NULL), 0);
+	atomic_store(&hold_claimed, 0);
+	CHECK_EQ(atomic_load(&acquired), 2);
+	CHECK_EQ(atomic_load(&n_parks), 1);
+	CHECK_EQ(atomic_load(&n_graces), 1);	/* N saw the old stamp: the window was open */
+	CHECK_EQ(lk_mutex_destroy(&m), 0);
+	return atomic_load(&n_yields);
+}
+
 int main(void)
 {
 	lkt_watchdog(120);
@@ -184,5 +240,12 @@ int main(void)
 		if (tries >= 20)
 			break;
 	}
+
+	/* D: a claim not stamped yet is not a stuck S */
+	int yd = young_round();
+
+	if (yd != 0)
+		fprintf(stderr, "behind a spinner between its claim and its stamp N yielded %d times\n", yd);
+	CHECK_EQ(yd, 0);
 	return lkt_done("test_hook_mutex_stale_spinner");
 }

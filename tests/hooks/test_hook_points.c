@@ -109,6 +109,7 @@ int main(void)
 	CHECK_EQ(pthread_create(&th[0], NULL, mutex_waiter, NULL), 0);
 	while (!hk_count("mutex.spin"))
 		sched_yield();
+	CHECK(hk_count("mutex.claimed") >= 1);	/* the spinner claimed S on its way there */
 	lk_mutex_unlock(&m);
 	pthread_join(th[0], NULL);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
