@@ -3,7 +3,7 @@
 # before each try of the claim (lk_mutex_v_stamppre, the design before), on this machine: about 9
 # minutes on 2 CPUs. Run it alone on the machine.
 #
-#   docs/results/issue11-stamp-2core/run.sh [wide] [two] [p99] [counters]   (default: all)
+#   docs/results/issue11-stamp-2core/run.sh [wide] [two] [p99] [counters] [grace] [window]   (default: all)
 #
 # wide: scripts/ab-wide on issue 11's whole matrix (108 cells, 5 interleaved repeats; about 6
 # minutes), read with `scripts/ab-table --control lk_mutex_v_stamppre --candidates lk_mutex_v_base
@@ -13,7 +13,12 @@
 # beside futex3, glibc_normal and rust_parking_lot, 15 repeats (about 1 minute). counters: the
 # statistics build (build-ab-stats), both placements at 2 threads / 1 ns / 0 and 10x and 2 / 100 ns /
 # 1x, 5 runs of 0.3 s each, interleaved: throughput, p99, and spins started per op (a thread that
-# lost the lock claimed S and spun, rather than finding it free and barging).
+# lost the lock claimed S and spun, rather than finding it free and barging). grace: scripts/ab-wide
+# again, lk_mutex (lk_mutex_v_base, which waits up to STAMP_GRACE_NS for a young claim's stamp)
+# against lk_mutex_v_grace0 (no wait), about 6 minutes. window: the hostile review's reproducer
+# window.c against liblocklab built at 1c0394c (stamp after the claim, no wait), at 98df693 (the
+# wait) and at 634c3ee (stamp before the claim), 4 x 800 rounds each (about 30 s each, plus three
+# library builds in /tmp).
 # Needs build-ab/locklab-bench and build-ab-stats/locklab-bench (cmake -S . -B build-ab
 # -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS, and the same with -DLOCKLAB_STATS=ON in build-ab-stats).
 set -euo pipefail
@@ -23,7 +28,7 @@ drv=build-ab/locklab-bench
 sdrv=build-ab-stats/locklab-bench
 py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
-for stage in ${*:-wide two counters}; do
+for stage in ${*:-wide two p99 counters grace window}; do
 	case $stage in
 	wide)
 		[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
@@ -62,6 +67,25 @@ print("%-20s 2/%-6s %6.2fM ops/s  p99 %5d ns  spins started/op %.4f  succeeded/o
 			done
 		done
 		cat "$out/counters.txt" ;;
-	*) echo "run.sh: unknown stage '$stage' (expected wide, two, p99 or counters)" >&2; exit 2 ;;
+	grace)
+		[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
+		scripts/ab-wide "$drv" "$out/grace.json" lk_mutex_v_grace0 lk_mutex_v_base > "$out/grace-log.txt" 2>&1
+		$py scripts/ab-table --control lk_mutex_v_grace0 --candidates lk_mutex_v_base "$out/grace.json" \
+			> "$out/grace-table.txt" ;;
+	window)
+		: > "$out/window.txt"
+		for rev in 634c3ee 1c0394c 98df693; do
+			src=/tmp/locklab-window-$rev
+			rm -rf "$src" && mkdir -p "$src" && git archive "$rev" | tar -x -C "$src"
+			cmake -S "$src" -B "$src/b" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+			cmake --build "$src/b" --target locklab_static -j "$(nproc)" > /dev/null
+			cc -O2 -std=gnu11 -I"$src/include" "$out/window.c" "$src/b/liblocklab.a" -lpthread \
+				-o "$src/window"
+			for i in 1 2 3 4; do
+				echo "$rev: $("$src/window" 800 | head -1)" >> "$out/window.txt"
+			done
+		done
+		cat "$out/window.txt" ;;
+	*) echo "run.sh: unknown stage '$stage' (expected wide, two, p99, counters, grace or window)" >&2; exit 2 ;;
 	esac
 done
