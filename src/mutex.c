@@ -838,9 +838,9 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
  * waiter parks at most STAMP_GRACE_NS plus spin_max_ns plus one yield later than it would have (this
  * is before its first park, where the starvation bound starts counting, or before it parks again),
  * returns at most STAMP_GRACE_NS plus one yield after its timedlock deadline, and parks at most that
- * long after its handoff deadline; no
- * transition of its own (between yields it only looks), no write to the word. Cost: a claim of S
- * reads the clock once, after C succeeds, and such a waiter reads it before each yield and its park.
+ * long after its handoff deadline; no transition of its own (between yields it only looks), no write
+ * to the word. Cost: a claim of S reads the clock once, after C succeeds, and such a waiter reads it
+ * before each yield and its park.
  */
 #ifndef LKM_WAIT_YIELDS
 #define LKM_WAIT_YIELDS 4
@@ -902,7 +902,8 @@ static bool yield_ok(const struct waiter *w, struct spin_limits lim, uint64_t i,
 #if LKM_WAIT_YIELDS
 /*
  * Would-be parker w sees v (L held; S taken by someone else, or not): yield instead (LKM_WAIT_YIELDS)?
- * Yes while S was claimed more than spin_max_ns ago, nobody is owed, our handoff deadline has not
+ * Yes while S was claimed more than spin_max_ns ago (after up to STAMP_GRACE_NS, once per park, for
+ * the stamp of a claim too young to carry it yet), nobody is owed, our handoff deadline has not
  * come, and less than spin_max_ns has passed since our first yield since the last park (*t0, set at
  * yields == 0). sl->s_at may belong to another lock sharing the slot: a heuristic.
  */
