@@ -122,15 +122,24 @@ static void set_spin_max(uint32_t ns)
 }
 
 /* One round: S held at mutex.spin, then N after `delay_ns`; returns ns from S's claim to N's park. */
+/* every round starts with S not spinning, not released, and nothing counted */
+static void reset_round(void)
+{
+	atomic_store(&s_spinning, 0);
+	atomic_store(&s_release, 0);
+	atomic_store(&s_claimed, 0);
+	atomic_store(&s_stamp_go, 0);
+	atomic_store(&n_graces, 0);
+	atomic_store(&n_yields, 0);
+	atomic_store(&n_parks, 0);
+	atomic_store(&acquired, 0);
+}
+
 static uint64_t round_trip(uint64_t delay_ns)
 {
 	pthread_t s, n;
 
-	atomic_store(&s_spinning, 0);
-	atomic_store(&s_release, 0);
-	atomic_store(&n_yields, 0);
-	atomic_store(&n_parks, 0);
-	atomic_store(&acquired, 0);
+	reset_round();
 	lk_mutex_lock(&m);
 	CHECK_EQ(pthread_create(&s, NULL, locker, (void *)(intptr_t)ROLE_S), 0);
 	while (!atomic_load(&s_spinning))
@@ -160,14 +169,7 @@ static int young_round(void)
 
 	set_spin_max(2000000);
 	nanosleep(&stale, NULL);		/* the slot's last stamp is now older than 2 ms */
-	atomic_store(&s_spinning, 0);
-	atomic_store(&s_release, 0);
-	atomic_store(&s_claimed, 0);
-	atomic_store(&s_stamp_go, 0);
-	atomic_store(&n_graces, 0);
-	atomic_store(&n_yields, 0);
-	atomic_store(&n_parks, 0);
-	atomic_store(&acquired, 0);
+	reset_round();
 	atomic_store(&hold_claimed, 1);
 	lk_mutex_lock(&m);
 	CHECK_EQ(pthread_create(&s, NULL, locker, (void *)(intptr_t)ROLE_S), 0);

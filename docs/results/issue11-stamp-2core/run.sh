@@ -28,22 +28,27 @@ drv=build-ab/locklab-bench
 sdrv=build-ab-stats/locklab-bench
 py=python3
 [ -x .venv/bin/python ] && py=.venv/bin/python
+need_drv() {
+	[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
+}
+# the whole matrix, lk_mutex_v_base against CONTROL, into NAME.json, NAME-log.txt, NAME-table.txt
+ab_wide() {
+	need_drv
+	scripts/ab-wide "$drv" "$out/$2.json" "$1" lk_mutex_v_base > "$out/$2-log.txt" 2>&1
+	$py scripts/ab-table --control "$1" --candidates lk_mutex_v_base "$out/$2.json" > "$out/$2-table.txt"
+}
 for stage in ${*:-wide two p99 counters grace window}; do
 	case $stage in
-	wide)
-		[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
-		scripts/ab-wide "$drv" "$out/wide.json" lk_mutex_v_stamppre lk_mutex_v_base > "$out/wide-log.txt" 2>&1
-		$py scripts/ab-table --control lk_mutex_v_stamppre --candidates lk_mutex_v_base "$out/wide.json" \
-			> "$out/wide-table.txt" ;;
+	wide) ab_wide lk_mutex_v_stamppre wide ;;
 	two)
-		[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
+		need_drv
 		$py scripts/mutex-ab --variant "after=$drv:lk_mutex_v_base" --variant "before=$drv:lk_mutex_v_stamppre" \
 			--variant "rust_parking_lot=$drv:rust_parking_lot" --variant "futex3=$drv:futex3" \
 			--variant "glibc_normal=$drv:glibc_normal" \
 			--threads 2,3,4 --cs-ns 1,100 --parallel-ratio 0,1,10 --repeat 7 --duration 0.2 \
 			--warmup 0.05 --out "$out/two.jsonl" > "$out/two.txt" ;;
 	p99)
-		[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
+		need_drv
 		$py scripts/mutex-ab --variant "after=$drv:lk_mutex_v_base" --variant "before=$drv:lk_mutex_v_stamppre" \
 			--variant "futex3=$drv:futex3" --variant "glibc_normal=$drv:glibc_normal" \
 			--variant "rust_parking_lot=$drv:rust_parking_lot" \
@@ -67,11 +72,7 @@ print("%-20s 2/%-6s %6.2fM ops/s  p99 %5d ns  spins started/op %.4f  succeeded/o
 			done
 		done
 		cat "$out/counters.txt" ;;
-	grace)
-		[ -x "$drv" ] || { echo "run.sh: $drv missing (cmake -S . -B build-ab -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS)" >&2; exit 2; }
-		scripts/ab-wide "$drv" "$out/grace.json" lk_mutex_v_grace0 lk_mutex_v_base > "$out/grace-log.txt" 2>&1
-		$py scripts/ab-table --control lk_mutex_v_grace0 --candidates lk_mutex_v_base "$out/grace.json" \
-			> "$out/grace-table.txt" ;;
+	grace) ab_wide lk_mutex_v_grace0 grace ;;
 	window)
 		: > "$out/window.txt"
 		for rev in 634c3ee 1c0394c 98df693; do
