@@ -3,7 +3,8 @@
 # before each try of the claim (lk_mutex_v_stamppre, the design before), on this machine: about 9
 # minutes on 2 CPUs. Run it alone on the machine.
 #
-#   docs/results/issue11-stamp-2core/run.sh [wide] [two] [p99] [counters] [grace] [window]   (default: all)
+#   docs/results/issue11-stamp-2core/run.sh [wide] [two] [p99] [counters] [grace] [window] [col100]
+#                                                                         (default: all)
 #
 # wide: scripts/ab-wide on issue 11's whole matrix (108 cells, 5 interleaved repeats; about 6
 # minutes), read with `scripts/ab-table --control lk_mutex_v_stamppre --candidates lk_mutex_v_base
@@ -18,7 +19,9 @@
 # against lk_mutex_v_grace0 (no wait), about 6 minutes. window: the hostile review's reproducer
 # window.c against liblocklab built at 1c0394c (stamp after the claim, no wait), at 98df693 (the
 # wait) and at 634c3ee (stamp before the claim), 4 x 800 rounds each (about 30 s each, plus three
-# library builds in /tmp).
+# library builds in /tmp). col100: the 1 ns / 100x cells the suite at 3114cc4 (../issue11-2core-stamp/)
+# had behind at 3, 4 and 64 threads, with lk_mutex, both earlier forms and rust_parking_lot, 15
+# interleaved repeats (about 1 minute).
 # Needs build-ab/locklab-bench and build-ab-stats/locklab-bench (cmake -S . -B build-ab
 # -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS, and the same with -DLOCKLAB_STATS=ON in build-ab-stats).
 set -euo pipefail
@@ -37,7 +40,7 @@ ab_wide() {
 	scripts/ab-wide "$drv" "$out/$2.json" "$1" lk_mutex_v_base > "$out/$2-log.txt" 2>&1
 	$py scripts/ab-table --control "$1" --candidates lk_mutex_v_base "$out/$2.json" > "$out/$2-table.txt"
 }
-for stage in ${*:-wide two p99 counters grace window}; do
+for stage in ${*:-wide two p99 counters grace window col100}; do
 	case $stage in
 	wide) ab_wide lk_mutex_v_stamppre wide ;;
 	two)
@@ -87,6 +90,12 @@ print("%-20s 2/%-6s %6.2fM ops/s  p99 %5d ns  spins started/op %.4f  succeeded/o
 			done
 		done
 		cat "$out/window.txt" ;;
-	*) echo "run.sh: unknown stage '$stage' (expected wide, two, p99, counters, grace or window)" >&2; exit 2 ;;
+	col100)
+		need_drv
+		$py scripts/mutex-ab --variant "now=$drv:lk_mutex_v_base" --variant "stamppre=$drv:lk_mutex_v_stamppre" \
+			--variant "grace0=$drv:lk_mutex_v_grace0" --variant "rust_parking_lot=$drv:rust_parking_lot" \
+			--threads 3,4,64 --cs-ns 1 --parallel-ratio 100 --repeat 15 --duration 0.2 \
+			--warmup 0.05 --out "$out/col100.jsonl" > "$out/col100.txt" ;;
+	*) echo "run.sh: unknown stage '$stage' (expected wide, two, p99, counters, grace, window or col100)" >&2; exit 2 ;;
 	esac
 done
