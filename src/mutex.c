@@ -853,7 +853,7 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
  * stamped just after it is made (stop 26), a clock read and a store: tens to a few hundred ns here.
  * The hostile review's reproducer (docs/results/issue11-stamp-2core/window.c: a lock idle longer
  * than spin_max_ns between bursts of two waiters) counts waiter yields behind a spinner claimed
- * microseconds before: in 3200 bursts, 6 yields in 4 bursts without the wait (1c0394c), none with
+ * microseconds before: in 3200 bursts, 19 yields in 7 bursts without the wait (1c0394c), none with
  * it, and none with the stamp before the claim (634c3ee) (window.txt there). A spinner held up
  * longer than the wait between its claim and its stamp is as good as stuck. Costs: a would-be
  * parker behind a stuck S yields up to 2 us later, once per park (its handoff deadline is checked

@@ -29,7 +29,10 @@
 #define LKM_VARIANT crowdtest
 #define LKM_CROWD 2
 #define LKM_CROWD_ANY_CPUS 1
-/* case 1 counts the joins (a look at crowd.n can miss a whole crowd spin on a loaded machine) */
+/*
+ * case 1 counts the joins (a look at crowd.n can miss a whole crowd spin on a loaded machine).
+ * relaxed: main reads it after pthread_join() of the joiner, which orders the increment before.
+ */
 static _Atomic int crowd_joins;
 #define LKM_CROWD_JOINED() atomic_fetch_add_explicit(&crowd_joins, 1, memory_order_relaxed)
 #include "../lab/adapters/lk_mutex_renamed.h"

@@ -4,24 +4,15 @@
  * that claimed S microseconds ago. Each round: main holds the lock 200 us while two threads race
  * for it, then the lock is idle 3 ms (spin_max_ns is 1 ms). run.sh's stage `window` builds it
  * against liblocklab at a given commit; the count that matters is "waiter yields behind an S
- * claimed <100 us ago".
- * Modes: -DRENAMED (src/mutex.c copy from HEAD with hooks as counters; -DLKM_STAMP_BEFORE_CLAIM=0/1)
- *        default: public API against liblocklab (sched_yield interposed).
+ * claimed <100 us ago". Public API only: liblocklab's sched_yield() calls land in the one below.
  */
 #define _GNU_SOURCE
-#ifdef RENAMED
-#define LOCKLAB_TEST_HOOKS 1
-#define LKM_VARIANT r1
-#include "lab/adapters/lk_mutex_renamed.h"
-#else
 #include "locklab/mutex.h"
-#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,9 +21,9 @@ static lk_mutex_t mx = LK_MUTEX_INITIALIZER;
 static _Atomic int go, done;
 static _Atomic long long go_ns;
 static __thread int is_worker;
-static _Atomic int y_fresh, y_any, parks;   /* waiter yields behind a young S / all yields */
+static _Atomic int y_fresh, y_any;	/* waiter yields behind a young S / all yields */
 static _Atomic long long y_age_max;
-static _Atomic int cur_round, last_y_round, y_rounds;
+static _Atomic int last_y_round, y_rounds;
 static _Atomic int per_round[100001];
 
 static long long mono(void)
@@ -58,28 +49,17 @@ static void note_yield(void)
 	}
 }
 
-#ifdef RENAMED
-void lk_test_hook(const char *point, void *arg)
-{
-	if (arg != &mx || !is_worker)
-		return;
-	if (!strcmp(point, "mutex.wait_yield"))
-		note_yield();
-	else if (!strcmp(point, "mutex.park"))
-		atomic_fetch_add(&parks, 1);
-}
-#else
 int sched_yield(void)	/* interposed: liblocklab's calls land here */
 {
 	note_yield();
 	return (int)syscall(SYS_sched_yield);
 }
-#endif
 
 static int rounds = 300;
 
 static void *worker(void *arg)
 {
+	(void)arg;
 	is_worker = 1;
 	for (int r = 1; r <= rounds; r++) {
 		while (atomic_load_explicit(&go, memory_order_acquire) < r)
@@ -115,14 +95,11 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	printf("%s: %d rounds: waiter yields behind an S claimed <100 us ago: %d (latest %lld ns after go); "
-	       "yields by workers in all: %d; parks (hooked modes): %d; rounds with such yields: %d\n",
-#ifdef RENAMED
-	       LKM_STAMP_BEFORE_CLAIM ? "renamed HEAD copy, LKM_STAMP_BEFORE_CLAIM=1" : "renamed HEAD copy, default (stamp after C)",
-#else
-	       "public liblocklab",
-#endif
-	       rounds, y_fresh, (long long)y_age_max, y_any, parks, y_rounds);
-	for (int r = 1; r <= rounds; r++) if (per_round[r]) printf("  round %d: %d yields behind the young S\n", r, per_round[r]);
+	printf("%d rounds: waiter yields behind an S claimed <100 us ago: %d (latest %lld ns after go); "
+	       "yields by workers in all: %d; rounds with such yields: %d\n",
+	       rounds, y_fresh, (long long)y_age_max, y_any, y_rounds);
+	for (int r = 1; r <= rounds; r++)
+		if (per_round[r])
+			printf("  round %d: %d yields behind the young S\n", r, per_round[r]);
 	return 0;
 }
