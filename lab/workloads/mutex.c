@@ -3,7 +3,7 @@
  * lab/workloads/mutex.c - the `mutex`, `spinlock` and `mutex-batch` workloads: the seed-004 threads x
  * load matrix, widened as lockhammer and other projects' lock benchmarks measure (issue 11).
  *
- * T threads loop:
+ * T threads loop (thread i on group i mod --groups, each group a lock L with its own counter and lines):
  *
  *	lock(L)                        sampled: every lat-every'th acquisition is timed with lab_now_ns
  *	  v = counter                  a plain (non-atomic) counter that only the lock protects
@@ -11,6 +11,8 @@
  *	  lab_busy(cs_iters)           ... and/or in nanoseconds (--cs-ns, calibrated busy loop)
  *	  lines[0..K-1].word = v       K shared cache lines, each written once: the data the lock moves
  *	  counter = v + 1
+ *	  [sched_yield()]              --cs-yield 1: the holder gives up its CPU inside the lock, as
+ *	                               stress-ng's mutex stressor and sysbench's threads test do
  *	unlock(L)
  *	par_pauses x lk_cpu_relax()    work outside the lock: --parallel pauses + R x --load
  *	lab_busy(par_iters)            ... and --parallel-ns + R x --cs-ns nanoseconds (R = --parallel-ratio)
@@ -21,6 +23,12 @@
  * a multiple of the critical section's (P = 0, L, 10L, 100L is R = 0, 1, 10, 100); it adds to
  * --parallel/--parallel-ns, so every combination is valid. The run reports the calibration and the
  * resulting loop counts under "work".
+ *
+ * --groups N splits the threads over N independent locks (thread i takes group i mod N): two programs,
+ * or two objects of one program, each contended by its own threads while all share the CPUs. With
+ * --cs-yield that is stress-ng --mutex 2 (two processes of two threads) in one process: where a lock
+ * puts its waiters decides which threads share a CPU, and so what each sched_yield() switches to
+ * (docs/results/issue11-yield-in-cs-2core/).
  *
  * Two harnesses:
  *   mutex, spinlock   timed: only the window in which all T threads run is counted
@@ -48,10 +56,10 @@
  * an empty timed region reads, the floor under every sample.
  *
  * Mutual exclusion is verified on every run: the counter's read and write are split by the whole
- * critical section, so two threads inside at once lose an update. At the end the counter must equal
- * the sum of every thread's operations (counted by each thread in ctx->user[0], warm-up included);
- * the run emits "exclusion_ok" and fails (exit 1) when it does not. A batch must also have done
- * exactly T x ops operations (batch_ok), and fails (exit 1, completed false) at --timeout.
+ * critical section, so two threads inside at once lose an update. At the end each group's counter
+ * must equal the sum of its threads' operations (counted by each thread in ctx->user[0], warm-up
+ * included); the run emits "exclusion_ok" and fails (exit 1) when one does not. A batch must also
+ * have done exactly T x ops operations (batch_ok), and fails (exit 1, completed false) at --timeout.
  *
  * Slow-path counters: for a lock flagged LAB_LOCK_STATS (lk_mutex) every worker reads its own
  * src/lockstat.h counters when its loop ends; the run reports their sum and per-operation rates over
@@ -59,15 +67,17 @@
  *
  * Data layout (struct mutex_shared, one cache-line aligned block):
  *
- *	lines 0-1  read-only configuration while the threads run (ops, lock, work, lines, lat-every, ...)
- *	line 2     counter: written in every critical section, so it travels with the lock
- *	separate   the lock's state block (lab_alloc_aligned(ops->size)), the K-line array, the
+ *	lines 0-1  read-only configuration while the threads run (ops, groups, work, lines, lat-every, ...)
+ *	separate   the --groups groups (struct mutex_group, one cache line each: the lock's state block,
+ *	           its K-line array, and its counter, written in every critical section, so it travels
+ *	           with the lock), each group's lock state (lab_alloc_aligned(ops->size)) and lines, the
  *	           per-thread counter arrays (each written by its own thread once, read after join)
  *
- * Invariant: counter and lines[] are only accessed by the lock's owner (or single-threaded before the
- * harness starts; pthread_create orders those accesses before the workers').
+ * Invariant: a group's counter and lines[] are only accessed by its lock's owner (or single-threaded
+ * before the harness starts; pthread_create orders those accesses before the workers').
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,10 +88,19 @@ struct mutex_line {
 	uint64_t word[LAB_CACHELINE / sizeof(uint64_t)];
 } __attribute__((aligned(LAB_CACHELINE)));
 
+/* One lock and what it protects: threads i, i + N, i + 2N, ... of --groups N use group i. */
+struct mutex_group {
+	void *lock;
+	struct mutex_line *lines;	/* nlines lines written inside */
+	uint64_t counter;		/* protected by the lock */
+} __attribute__((aligned(LAB_CACHELINE)));
+
 struct mutex_shared {
 	/* lines 0-1: read-only while the threads run */
 	const struct lab_lock_ops *ops;
-	void *lock;
+	struct mutex_group *groups;	/* ngroups of them (--groups) */
+	uint64_t ngroups;
+	uint64_t cs_yield;		/* --cs-yield: sched_yield() at the end of each critical section */
 	uint64_t load;			/* pauses inside */
 	uint64_t cs_iters;		/* busy-loop turns inside */
 	uint64_t par_pauses;		/* pauses outside */
@@ -89,25 +108,24 @@ struct mutex_shared {
 	uint64_t nlines;
 	uint64_t lat_every;
 	uint64_t batch_ops;		/* mutex-batch: operations per thread */
-	struct mutex_line *lines;
 	uint64_t *stats;		/* nthreads x LOCKSTAT_NR, or NULL when the lock does not count */
 	unsigned usable_cpus;		/* --cpus: the CPUs the run may use (0: unknown) */
 	void *cpus_restore;		/* --cpus: the affinity to put back (lab_restore_cpus) */
-	/* line 2: protected by the lock */
-	uint64_t counter __attribute__((aligned(LAB_CACHELINE)));
 } __attribute__((aligned(LAB_CACHELINE)));
 
-/* The critical section's body. Plain accesses: the caller holds the lock (or runs alone). */
-static inline void mutex_cs(struct mutex_shared *s)
+/* The critical section's body. Plain accesses: the caller holds g's lock (or runs alone). */
+static inline void mutex_cs(const struct mutex_shared *s, struct mutex_group *g)
 {
-	uint64_t v = s->counter;
+	uint64_t v = g->counter;
 
 	if (s->load)
 		lab_pause(s->load);
 	lab_busy(s->cs_iters);
 	for (uint64_t k = 0; k < s->nlines; k++)
-		s->lines[k].word[0] = v;
-	s->counter = v + 1;
+		g->lines[k].word[0] = v;
+	g->counter = v + 1;
+	if (s->cs_yield)
+		sched_yield();
 }
 
 /* The work outside the lock. */
@@ -118,12 +136,18 @@ static inline void mutex_par(struct mutex_shared *s)
 	lab_busy(s->par_iters);
 }
 
-/* One operation: lock (every lat_every'th acquisition timed while measuring), critical section,
+/* The group thread c works on. */
+static inline struct mutex_group *group_of(const struct lab_ctx *c, const struct mutex_shared *s)
+{
+	return &s->groups[(uint64_t)c->id % s->ngroups];
+}
+
+/* One operation on g: lock (every lat_every'th acquisition timed while measuring), critical section,
  * unlock, outside work. *n counts acquisitions since the last timed one. */
-static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, uint64_t *n)
+static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, struct mutex_group *g, uint64_t *n)
 {
 	const struct lab_lock_ops *ops = s->ops;
-	void *lock = s->lock;
+	void *lock = g->lock;
 
 	if (++*n == s->lat_every && lab_measuring(c)) {
 		uint64_t t0 = lab_now_ns();
@@ -135,7 +159,7 @@ static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, uint64_t 
 	}
 	if (*n >= s->lat_every)
 		*n = 0;
-	mutex_cs(s);
+	mutex_cs(s, g);
 	ops->unlock(lock);
 	lab_op_done(c);
 	mutex_par(s);
@@ -151,11 +175,12 @@ static void save_stats(struct lab_ctx *c, struct mutex_shared *s)
 static void mutex_worker(struct lab_ctx *c)
 {
 	struct mutex_shared *s = c->arg;
+	struct mutex_group *g = group_of(c, s);
 	uint64_t n = 0, done = 0;
 
 	lockstat_reset();
 	while (!lab_stopping(c)) {
-		mutex_op(c, s, &n);
+		mutex_op(c, s, g, &n);
 		done++;
 	}
 	/* owner-written, read by the run function after pthread_join */
@@ -166,18 +191,19 @@ static void mutex_worker(struct lab_ctx *c)
 static void batch_worker(struct lab_ctx *c)
 {
 	struct mutex_shared *s = c->arg;
+	struct mutex_group *g = group_of(c, s);
 	uint64_t n = 0, done = 0;
 
 	lockstat_reset();
 	for (; done < s->batch_ops && !lab_stopping(c); done++)
-		mutex_op(c, s, &n);
+		mutex_op(c, s, g, &n);
 	c->user[0] = done;
 	save_stats(c, s);
 }
 
 static void cs_only(struct mutex_shared *s)
 {
-	mutex_cs(s);
+	mutex_cs(s, &s->groups[0]);
 }
 
 static void par_only(struct mutex_shared *s)
@@ -187,8 +213,8 @@ static void par_only(struct mutex_shared *s)
 
 static void pair_only(struct mutex_shared *s)
 {
-	s->ops->lock(s->lock);
-	s->ops->unlock(s->lock);
+	s->ops->lock(s->groups[0].lock);
+	s->ops->unlock(s->groups[0].lock);
 }
 
 /*
@@ -258,9 +284,19 @@ static void mutex_free(struct mutex_shared *s)
 {
 	lab_restore_cpus(s->cpus_restore);
 	free(s->stats);
-	free(s->lock);
-	free(s->lines);
+	for (uint64_t i = 0; s->groups && i < s->ngroups; i++) {
+		free(s->groups[i].lock);
+		free(s->groups[i].lines);
+	}
+	free(s->groups);
 	free(s);
+}
+
+/* Destroys the first n groups' locks (those whose init succeeded). */
+static void groups_destroy(struct mutex_shared *s, uint64_t n)
+{
+	for (uint64_t i = 0; s->ops->destroy && i < n; i++)
+		s->ops->destroy(s->groups[i].lock);
 }
 
 /* Reads the parameters, allocates the shared block and initialises the lock. Returns 0, or an exit
@@ -292,8 +328,13 @@ static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 	s->par_iters = lab_busy_iters((double)lab_u(r, "parallel-ns")) + ratio * s->cs_iters;
 	s->nlines = lab_u(r, "lines");
 	s->lat_every = lab_u(r, "lat-every");
-	s->lines = lab_alloc_aligned(s->nlines * sizeof(struct mutex_line));
-	s->lock = lab_alloc_aligned(s->ops->size);
+	s->cs_yield = lab_u(r, "cs-yield");
+	s->ngroups = lab_u(r, "groups");
+	s->groups = lab_alloc_aligned(s->ngroups * sizeof(struct mutex_group));
+	for (uint64_t i = 0; i < s->ngroups; i++) {
+		s->groups[i].lines = lab_alloc_aligned(s->nlines * sizeof(struct mutex_line));
+		s->groups[i].lock = lab_alloc_aligned(s->ops->size);
+	}
 	if (s->ops->flags & LAB_LOCK_STATS) {
 		s->stats = calloc((size_t)nthreads * LOCKSTAT_NR, sizeof(uint64_t));
 		if (!s->stats) {
@@ -302,12 +343,14 @@ static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 			return 1;
 		}
 	}
-	err = s->ops->init ? s->ops->init(s->lock) : 0;
-	if (err) {
-		fprintf(stderr, "locklab-bench: --lock: %s: init failed: %s\n", alg->name, strerror(err));
-		s->ops = NULL;
-		mutex_free(s);
-		return 1;
+	for (uint64_t i = 0; i < s->ngroups; i++) {
+		err = s->ops->init ? s->ops->init(s->groups[i].lock) : 0;
+		if (err) {
+			fprintf(stderr, "locklab-bench: --lock: %s: init failed: %s\n", alg->name, strerror(err));
+			groups_destroy(s, i);
+			mutex_free(s);
+			return 1;
+		}
 	}
 	*out = s;
 	return 0;
@@ -324,7 +367,7 @@ static void mutex_references(struct mutex_shared *s, struct mutex_refs *refs)
 	refs->par_ns = s->par_pauses || s->par_iters ? time_per_call(par_only, s) : 0;
 	refs->pair_ns = time_per_call(pair_only, s);
 	refs->floor_ns = latency_floor_ns();
-	s->counter = 0;
+	s->groups[0].counter = 0;
 }
 
 /* "work": how the requested work became loop counts, with the calibration behind them. */
@@ -339,6 +382,8 @@ static void emit_work(struct lab_json *out, const struct mutex_shared *s, const 
 	lj_u64(out, "parallel_pauses", s->par_pauses);
 	lj_u64(out, "parallel_busy_iters", s->par_iters);
 	lj_u64(out, "parallel_ratio", lab_u(r, "parallel-ratio"));
+	lj_u64(out, "groups", s->ngroups);
+	lj_bool(out, "cs_yield", s->cs_yield != 0);
 	if (busy) {
 		lj_dbl(out, "busy_ns_per_iter", per_iter);
 		lj_dbl(out, "cs_busy_ns", (double)s->cs_iters * per_iter);
@@ -400,23 +445,36 @@ static bool emit_common(struct lab_json *out, struct mutex_shared *s, const stru
 	lj_dbl(out, "serial_fraction", w->elapsed_s > 0 ? (double)w->total_ops / w->elapsed_s / limit : 0);
 	emit_work(out, s, r);
 	emit_lock_stats(out, s, w->nthreads, *expected);
-	lj_bool(out, "exclusion_ok", s->counter == *expected);
-	lj_u64(out, "exclusion_counter", s->counter);
+	/* each group's counter against its own threads' operations; the sums are reported */
+	bool ok = true;
+	uint64_t counted = 0;
+	for (uint64_t g = 0; g < s->ngroups; g++) {
+		uint64_t want = 0;
+
+		for (unsigned i = 0; i < w->nthreads; i++)
+			if (w->ctx[i].id % s->ngroups == g)
+				want += w->ctx[i].user[0];
+		counted += s->groups[g].counter;
+		if (s->groups[g].counter != want)
+			ok = false;
+	}
+	lj_bool(out, "exclusion_ok", ok);
+	lj_u64(out, "exclusion_counter", counted);
 	lj_u64(out, "exclusion_expected", *expected);
-	return s->counter == *expected;
+	return ok;
 }
 
-static int exclusion_failed(const struct mutex_shared *s, const struct lab_run *r, uint64_t expected)
+static int exclusion_failed(const struct lab_run *r, uint64_t expected)
 {
-	fprintf(stderr, "locklab-bench: %s: mutual exclusion violated: counter %llu after %llu operations\n",
-		lab_s(r, "lock"), (unsigned long long)s->counter, (unsigned long long)expected);
+	fprintf(stderr, "locklab-bench: %s: mutual exclusion violated: a lock's counter lost updates in %llu "
+			"operations (exclusion_counter in the record)\n",
+		lab_s(r, "lock"), (unsigned long long)expected);
 	return 1;
 }
 
 static int mutex_finish(struct mutex_shared *s, int err)
 {
-	if (s->ops->destroy)
-		s->ops->destroy(s->lock);
+	groups_destroy(s, s->ngroups);
 	mutex_free(s);
 	return err;
 }
@@ -438,7 +496,7 @@ static int mutex_run(const struct lab_run *r, struct lab_json *out)
 		return mutex_finish(s, 1);
 	lab_emit_window(out, &w);
 	if (!emit_common(out, s, r, &refs, &w, &expected))
-		err = exclusion_failed(s, r, expected);
+		err = exclusion_failed(r, expected);
 	lab_window_free(&w);
 	return mutex_finish(s, err);
 }
@@ -469,7 +527,7 @@ static int batch_run(const struct lab_run *r, struct lab_json *out)
 	bool all = w.total_ops == (uint64_t)nthreads * s->batch_ops && expected == w.total_ops;
 	lj_bool(out, "batch_ok", all);
 	if (!ok) {
-		err = exclusion_failed(s, r, expected);
+		err = exclusion_failed(r, expected);
 	} else if (rc == ETIMEDOUT) {
 		fprintf(stderr, "locklab-bench: --timeout: %s did not finish the batch within %g s (%llu of "
 				"%llu critical sections done)\n", lab_s(r, "lock"), timeout,
@@ -500,6 +558,11 @@ static int batch_run(const struct lab_run *r, struct lab_json *out)
 	{ "parallel-ratio", LAB_P_UINT, "0", 0, 1000, NULL,					\
 	  "work outside the lock as R times the critical section's: adds R x --load pauses and "	\
 	  "R x --cs-ns ns (P = 0, L, 10L, 100L is R = 0,1,10,100)", true },			\
+	{ "groups", LAB_P_UINT, "1", 1, 4096, NULL,						\
+	  "independent locks, each with its own counter and lines: thread i takes lock i mod N", true },	\
+	{ "cs-yield", LAB_P_UINT, "0", 0, 1, NULL,						\
+	  "1: sched_yield() at the end of every critical section, the lock held (as stress-ng's "	\
+	  "mutex stressor and sysbench threads do)", true },					\
 	{ "lat-every", LAB_P_UINT, "16", 1, 1e9, NULL,						\
 	  "time every Nth acquisition (acquisition latency sampling)", false },			\
 	{ "cpus", LAB_P_STR, "all", 0, 0, NULL,							\

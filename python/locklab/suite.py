@@ -30,6 +30,8 @@ to a smoke test of a few seconds (used by the tests). What each experiment repro
   issue11-batch       the same mutexes as a batch job: 100k critical sections split over the threads;
                       time to finish, slowest thread, spread
   issue11-spin        spin_ttas against tbb::spin_mutex and ck_fas at every thread count and load
+  issue11-yield       the blocking mutexes where the holder calls sched_yield() inside the lock (as
+                      stress-ng's mutex stressor does): 2-8 threads on one lock or split over two
 
 An experiment with a `subject` (issue 11: lk_mutex, spin_ttas) gets, in the summary, every cell in
 which the subject is neither first nor tied with the winner, on throughput (or time to finish),
@@ -38,8 +40,8 @@ metric's own direction (stats.HIGHER_IS_BETTER), and the slow-path counters of a
 
 Cost on the 2-CPU machine (runs x (window + warm-up + ~0.1 s start-up), from the plan; `locklab
 suite --list` prints the commands): seed experiments ~11 min, issue11-mutex 4320 runs ~26 min,
-issue11-pinned 640 runs ~4 min, issue11-batch 1080 runs ~5 min, issue11-spin 810 runs ~7 min:
-about 55 minutes in all (docs/results/issue11-lab.md).
+issue11-pinned 640 runs ~4 min, issue11-batch 1080 runs ~5 min, issue11-spin 810 runs ~7 min,
+issue11-yield 240 runs of 2 s ~10 min: about 65 minutes in all (docs/results/issue11-lab.md).
 """
 
 import datetime as _dt
@@ -135,6 +137,15 @@ EXPERIMENTS = [
                {"threads": WIDE_THREADS, "total-ops": "100000", "cs-ns": "1,100,2000"},
                baseline="glibc_normal", subject="lk_mutex",
                quick={"threads": "1,3", "total-ops": "3000", "cs-ns": "1"}),
+    # A holder that yields its CPU inside the lock, the threads on one lock or split over two (two
+    # programs sharing the CPUs, as `stress-ng --mutex 2`). 2 s windows: in 0.3 s ones the threads
+    # have not yet settled on the CPUs, and the ranking is another one
+    # (docs/results/issue11-yield-in-cs-2core/).
+    Experiment("issue11-yield", "mutex", BLOCKING,
+               {"threads": "2,4,8", "groups": "1,2", "cs-yield": "1", "cs-ns": "1", "duration": "2",
+                "warmup": "0.1"},
+               baseline="glibc_normal", subject="lk_mutex",
+               quick={"threads": "4", "groups": "2"}),
     Experiment("issue11-spin", "spinlock", ["spin_ttas", "tbb_spin_mutex", "ck_fas"],
                {"threads": WIDE_THREADS, "cs-ns": "1,100,2000", "parallel-ratio": "0,10",
                 "duration": "0.2", "warmup": "0.05"},

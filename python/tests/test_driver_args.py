@@ -143,7 +143,7 @@ def test_describe_lists_both_workloads_and_their_params():
     doc = json.loads(p.stdout)
     wls = {w["name"]: w for w in doc["workloads"]}
     want = {"lock", "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio",
-            "duration", "warmup", "lat-every", "cpus"}
+            "groups", "cs-yield", "duration", "warmup", "lat-every", "cpus"}
     for name, families in (("mutex", "mutex,spinlock"), ("spinlock", "spinlock")):
         assert name in wls
         params = {q["name"]: q for q in wls[name]["params"]}
@@ -151,7 +151,8 @@ def test_describe_lists_both_workloads_and_their_params():
         assert params["lock"]["type"] == "alg" and params["lock"]["choices"] == families
         assert params["threads"]["min"] == 1 and params["threads"]["max"] == 4096
         assert {k for k, q in params.items() if q["axis"]} == {
-            "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio", "cpus"}
+            "threads", "load", "cs-ns", "lines", "parallel", "parallel-ns", "parallel-ratio", "groups",
+            "cs-yield", "cpus"}
         assert params["cpus"]["type"] == "str" and params["cpus"]["default"] == "all"
         assert wls[name]["metric"] == "ops_per_sec" and wls[name]["higher_is_better"]
 

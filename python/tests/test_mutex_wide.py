@@ -36,6 +36,11 @@ def run_ok(*args):
     (["mutex-batch", "--threads", "0"], "--threads"),
     (["mutex-batch", "--duration", "1"], "--duration"),  # a batch has no window
     (["mutex-batch", "--lock", "spinlock_that_is_not"], "--lock"),
+    (["mutex", "--groups", "0"], "--groups"),
+    (["mutex", "--groups", "4097"], "--groups"),
+    (["mutex-batch", "--groups", "two"], "--groups"),
+    (["mutex", "--cs-yield", "2"], "--cs-yield"),
+    (["spinlock", "--cs-yield", "-1"], "--cs-yield"),
     (["mutex", "--cpus", "x"], "--cpus"),
     (["mutex", "--cpus", "1-0"], "--cpus"),
     (["mutex", "--cpus", "0-"], "--cpus"),
@@ -119,6 +124,30 @@ def test_batch_counts_exactly_t_times_n(lock):
     assert r["slowest_thread_s"] <= r["finish_s"]
     assert 1 / t - 1e-9 <= r["fairness_jain"] <= 1 + 1e-9
     assert r["latency"]["samples"] > 0
+
+
+@pytest.mark.parametrize("lock", ["lk_mutex", "futex3"])
+def test_groups_split_the_threads_over_their_own_locks(lock):
+    # 5 threads on 3 locks: threads 0 and 3 on the first, 1 and 4 on the second, 2 alone on the
+    # third. Each lock's counter must equal its own threads' operations (exclusion_ok checks them
+    # one by one), so a worker and a check that disagree on how many threads share a lock fail here
+    # (the timed run below also catches a mapping that keeps the sizes but not the threads).
+    t, n = 5, 2000
+    r = run_ok("mutex-batch", "--lock", lock, "--threads", str(t), "--ops", str(n), "--groups", "3",
+               "--cs-yield", "1")
+    assert r["completed"] is True and r["batch_ok"] is True and r["exclusion_ok"] is True
+    assert r["thread_ops"] == [n] * t and r["exclusion_counter"] == t * n
+    assert r["work"]["groups"] == 3 and r["work"]["cs_yield"] is True
+
+
+def test_groups_and_cs_yield_default_to_one_lock_and_no_yield():
+    r = run_ok("mutex", "--lock", "futex3", "--threads", "2", *SHORT)
+    assert r["work"]["groups"] == 1 and r["work"]["cs_yield"] is False and r["exclusion_ok"] is True
+    # more groups than threads: the idle locks count nothing and the check still holds
+    r = run_ok("mutex", "--lock", "lk_mutex", "--threads", "2", "--groups", "4", "--cs-yield", "1",
+               *SHORT)
+    assert r["work"]["groups"] == 4 and r["exclusion_ok"] is True
+    assert r["exclusion_counter"] == r["exclusion_expected"] > 0
 
 
 def test_batch_total_ops_splits_over_threads():
