@@ -68,10 +68,11 @@
  * Data layout (struct mutex_shared, one cache-line aligned block):
  *
  *	lines 0-1  read-only configuration while the threads run (ops, groups, work, lines, lat-every, ...)
- *	separate   the --groups groups (struct mutex_group, one cache line each: the lock's state block,
- *	           its K-line array, and its counter, written in every critical section, so it travels
- *	           with the lock), each group's lock state (lab_alloc_aligned(ops->size)) and lines, the
- *	           per-thread counter arrays (each written by its own thread once, read after join)
+ *	separate   the --groups groups (struct mutex_group, two cache lines each: the first read-only
+ *	           while the threads run, pointers to the group's lock state block and K-line array; the
+ *	           second its counter, written in every critical section, so it travels with the lock),
+ *	           each group's lock state (lab_alloc_aligned(ops->size)) and lines, the per-thread
+ *	           counter arrays (each written by its own thread once, read after join)
  *
  * Invariant: a group's counter and lines[] are only accessed by its lock's owner (or single-threaded
  * before the harness starts; pthread_create orders those accesses before the workers').
@@ -88,11 +89,17 @@ struct mutex_line {
 	uint64_t word[LAB_CACHELINE / sizeof(uint64_t)];
 } __attribute__((aligned(LAB_CACHELINE)));
 
-/* One lock and what it protects: threads i, i + N, i + 2N, ... of --groups N use group i. */
+/*
+ * One lock and what it protects: threads i, i + N, i + 2N, ... of --groups N use group i. The
+ * counter has a line of its own, as it had before groups: the pointers every acquisition reads stay
+ * in a line nobody writes while the threads run.
+ */
 struct mutex_group {
+	/* read-only while the threads run */
 	void *lock;
 	struct mutex_line *lines;	/* nlines lines written inside */
-	uint64_t counter;		/* protected by the lock */
+	/* protected by the lock */
+	uint64_t counter __attribute__((aligned(LAB_CACHELINE)));
 } __attribute__((aligned(LAB_CACHELINE)));
 
 struct mutex_shared {
