@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - stress-ng's mutex loop (a sched_yield() inside the lock, two processes of two threads) on
 # lk_mutex with several handoff_ns, and on the peers, through the LD_PRELOAD shim. Run from the
-# repository root after `make build`; nothing else should run. Writes STAGE.txt here.
+# repository root after `make build`; nothing else should run. Writes STAGE.txt (every run) and
+# STAGE.summary.txt (medians) here, counters.txt for the counters stage.
 #
 #   docs/results/issue11-yield-in-cs-2core/run.sh [yieldcs0] [yieldcs1] [yieldcs2] [stressng] [counters]
 #
@@ -21,7 +22,7 @@ cc -O2 -Wall -Wextra -pthread -o "$bin" "$here/yieldcs.c"
 rounds=${ROUNDS:-5}
 
 # NAME LOCKLAB_LOCK LOCKLAB_MUTEX_HANDOFF_NS ("-": not set). lk_mutex's handoff_ns is always given,
-# so the names hold whatever the library's default is.
+# so each name means the same value whatever the library's default is.
 variants=(
 	"glibc glibc -"
 	"futex3 futex3 -"
