@@ -89,3 +89,22 @@ def test_reads_driver_run_records_one_per_line(tmp_path):
     (tmp_path / "bad.jsonl").write_text("{broken\n")
     r = ab("--control", "ctl", "--candidates", "cand", str(tmp_path / "bad.jsonl"))
     assert r.returncode == 2 and "bad.jsonl" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_reads_mutex_ab_files_by_variant(tmp_path):
+    """scripts/mutex-ab --out writes {"variant", "record"} lines. Its variants may all run the same
+    lock with different policies (LOCKLAB_MUTEX_HANDOFF_NS=...), so the variant, not the record's
+    lock, is what --control and --candidates name."""
+    f = tmp_path / "ab.jsonl"
+    lines = []
+    for i in range(6):
+        for variant, ops, cpu, p99 in (("h1ms", 100 + i, 50 + i, 1000 + i), ("h4ms", 50 + i, 100 + i, 2000 + i)):
+            lines.append(json.dumps({"variant": variant, "cell": {"threads": 2},
+                                     "record": run_rec("lk_mutex", 2, ops, cpu, p99)}))
+    f.write_text("\n".join(lines) + "\n")
+    r = ab("--control", "h1ms", "--candidates", "h4ms", str(f))
+    assert r.returncode == 0, r.stderr
+    assert [x[-1] for x in cell_line(r.stdout, 2).split()[3:]] == ["-", "-", "-"]
+    # the record's own lock name is not a lock of this file
+    r = ab("--control", "lk_mutex", "--candidates", "h4ms", str(f))
+    assert r.returncode == 0 and "(2, 1, 0)" not in r.stdout
