@@ -131,7 +131,8 @@ def test_groups_split_the_threads_over_their_own_locks(lock):
     # 5 threads on 3 locks: threads 0 and 3 on the first, 1 and 4 on the second, 2 alone on the
     # third. Each lock's counter must equal its own threads' operations (exclusion_ok checks them
     # one by one), so a worker and a check that disagree on how many threads share a lock fail here
-    # (the timed run below also catches a mapping that keeps the sizes but not the threads).
+    # (the next test, with more locks than threads, catches a mapping that keeps the sizes but not
+    # the threads: tried with thread i on lock i * N / T).
     t, n = 5, 2000
     r = run_ok("mutex-batch", "--lock", lock, "--threads", str(t), "--ops", str(n), "--groups", "3",
                "--cs-yield", "1")

@@ -19,6 +19,8 @@
  *	   the lowest one after it (needs CAP_SYS_NICE; fails with a message otherwise).
  *
  * Prints one line: acquisitions per second (all threads), the fewest and the most of one thread.
+ * The threads count until they see the stop flag, a little after SECONDS, and the rate divides by
+ * SECONDS: it reads high by that little, for every lock alike.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,7 +34,6 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
-
 #define MAX_LOCKS 16
 
 static struct {
