@@ -5,7 +5,7 @@
  *
  * Build:   cmake -S . -B build-stats -DLOCKLAB_STATS=ON   (or `make build-stats`)
  *
- * In the normal build lockstat_inc() expands to nothing: the lock paths contain no counting
+ * In the normal build lockstat_inc() and lockstat_add() expand to nothing: the lock paths contain no counting
  * instruction, no branch and no TLS access (zero cost), and lockstat_read() reports zeros with
  * lockstat_enabled() false. In the statistics build every thread counts into its own array
  * (__thread, as lockref's per-thread statistics), so counting adds one increment of a line only that
@@ -14,6 +14,7 @@
  * Events: the X-macro list in src/lockstat_events.h, LOCKSTAT_<name> in the enum below.
  *
  *	lockstat_inc(mutex_park);			count one event in the calling thread
+ *	lockstat_add(mutex_spin_ns_won, ns);		add an amount (not evaluated when off)
  *	lockstat_read(out);				copy the calling thread's counters
  *	lockstat_reset();				zero the calling thread's counters
  *
@@ -40,8 +41,10 @@ extern const char *const lockstat_descs[LOCKSTAT_NR];
 extern __thread uint64_t lockstat_counts[LOCKSTAT_NR];
 /* plain increment: the array is private to the calling thread */
 #define lockstat_inc(name) ((void)lockstat_counts[LOCKSTAT_##name]++)
+#define lockstat_add(name, n) ((void)(lockstat_counts[LOCKSTAT_##name] += (uint64_t)(n)))
 #else
 #define lockstat_inc(name) ((void)0)
+#define lockstat_add(name, n) ((void)0)
 #endif
 
 bool lockstat_enabled(void);			/* built with LOCKLAB_STATS */

@@ -994,6 +994,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 				atomic_store_explicit(&sl->est, (uint32_t)(e < 0 ? 0 : e),
 						      memory_order_relaxed);
 				lockstat_inc(mutex_spin_success);
+				lockstat_add(mutex_spin_ns_won, i * lim.ps / 1000);
 				return SPIN_ACQUIRED;
 			}
 			continue;
@@ -1003,6 +1004,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 		    yield_ok(w, lim, i, yields, &yield_t0)) {
 			/* the budget is spent: let another thread (a preempted owner?) run, look again */
 			yields++;
+			lockstat_inc(mutex_spin_yield);
 			sched_yield();
 			/* relaxed: we only look; the CAS above is the acquire */
 			v = atomic_load_explicit(&m->word, memory_order_relaxed);
@@ -1034,6 +1036,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	/* holders stay longer than we were willing to wait: decay by a quarter; relaxed: heuristic */
 	if (learned && i >= budget)
 		atomic_store_explicit(&sl->est, est - est / 4, memory_order_relaxed);
+	lockstat_add(mutex_spin_ns_lost, i * lim.ps / 1000);
 	*vp = retag((fresh(v) & ~S) | P);
 	return SPIN_GAVE_UP;
 }

@@ -18,6 +18,10 @@
  *     rounds must see that outcome (statistics build; zeros in the normal build).
  *  5. The mutex workload run in-process with --cpus first pins its threads to one CPU (it reports
  *     usable_cpus 1) and gives the calling thread its affinity back when it returns.
+ *  6. Spin time: a waiter whose one spin gives up counts at least spin_min_ns of relax loop as
+ *     mutex_spin_ns_lost and 1-4 spinner yields; one whose spin takes the lock after the owner's
+ *     5 ms counts at least 0.5 ms as mutex_spin_ns_won, no yield and no park; both at most 4x the
+ *     lock call's wall time (statistics build; zeros in the normal build).
  */
 #define _GNU_SOURCE	/* sched_getaffinity(), CPU_COUNT() */
 #include <pthread.h>
@@ -248,6 +252,111 @@ static void check_woken_outcomes(void)
 	CHECK_EQ(lk_mutex_set_policy(&old), 0);
 }
 
+struct spin_arg {
+	lk_mutex_t *m;
+	_Atomic int started, done;
+	uint64_t elapsed_ns;		/* the lock call's wall time */
+	uint64_t seen[LOCKSTAT_NR];
+};
+
+static void *spin_thread(void *p)
+{
+	struct spin_arg *a = p;
+
+	lockstat_reset();
+	atomic_store_explicit(&a->started, 1, memory_order_relaxed);	/* relaxed: a progress flag */
+	uint64_t t0 = lkt_now_ns(CLOCK_MONOTONIC);
+	lk_mutex_lock(a->m);
+	a->elapsed_ns = lkt_now_ns(CLOCK_MONOTONIC) - t0;
+	lockstat_read(a->seen);
+	lk_mutex_unlock(a->m);
+	atomic_store_explicit(&a->done, 1, memory_order_release);	/* pairs with the acquire in spin_case() */
+	return NULL;
+}
+
+/*
+ * One waiter behind the main thread's lock. lost: the default spin budget (spin_min_ns 1 µs), and
+ * the main thread unlocks only once the waiter has parked, so its one spin gives up. won: the budget
+ * is 10 ms and the main thread unlocks 5 ms after the waiter claimed SPINNING, so its spin takes the
+ * lock. Returns the waiter's counters and its lock call's wall time.
+ */
+static void spin_case(bool won, struct spin_arg *a)
+{
+	struct lk_mutex_policy old, p = { .spin_min_ns = 10000000, .spin_max_ns = 10000000,
+					  .handoff_ns = 10000000000ull };
+	lk_mutex_t m = LK_MUTEX_INITIALIZER;
+	pthread_t t;
+
+	CHECK_EQ(lk_mutex_get_policy(&old), 0);
+	if (won)
+		CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	a->m = &m;
+	lk_mutex_lock(&m);
+	CHECK_EQ(pthread_create(&t, NULL, spin_thread, a), 0);
+	/* relaxed (both loops): we only wait for the waiter's progress; the lock orders the data */
+	while (!atomic_load_explicit(&a->started, memory_order_relaxed))
+		sched_yield();
+	uint32_t until = won ? LK_MUTEX_SPINNING : LK_MUTEX_QUEUED_MASK;
+
+	while (!(atomic_load_explicit(&m.word, memory_order_relaxed) & until))
+		sched_yield();
+	if (won)
+		nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+	lk_mutex_unlock(&m);
+	/* acquire: pairs with the release store in spin_thread(), after its lockstat_read() */
+	while (!atomic_load_explicit(&a->done, memory_order_acquire))
+		sched_yield();
+	pthread_join(t, NULL);
+	lk_mutex_destroy(&m);
+	CHECK_EQ(lk_mutex_set_policy(&old), 0);
+}
+
+/*
+ * The spin-time counters: ns in the relax loop of spins that won or gave up, and the spinner's
+ * yields. They are relax rounds times the calibrated relax, so they are checked against what the
+ * code guarantees (a spin that gives up has spun its budget, at least spin_min_ns) and against the
+ * wall time of the lock call (a spinner preempted mid-spin counts less, never more, but the
+ * calibration is an estimate: 4x slack).
+ */
+static void check_spin_time(void)
+{
+	struct spin_arg lost = { 0 }, won = { 0 };
+	struct lk_mutex_policy pol;
+
+	CHECK_EQ(lk_mutex_get_policy(&pol), 0);
+	spin_case(false, &lost);
+	spin_case(true, &won);
+	if (!BUILT_WITH_STATS) {
+		CHECK_EQ(lost.seen[LOCKSTAT_mutex_spin_ns_lost] + won.seen[LOCKSTAT_mutex_spin_ns_won], 0);
+		return;
+	}
+	printf("spin time: gave up after %llu ns (%llu yields; lock call %llu ns), took it after %llu ns "
+	       "(lock call %llu ns)\n",
+	       (unsigned long long)lost.seen[LOCKSTAT_mutex_spin_ns_lost],
+	       (unsigned long long)lost.seen[LOCKSTAT_mutex_spin_yield],
+	       (unsigned long long)lost.elapsed_ns, (unsigned long long)won.seen[LOCKSTAT_mutex_spin_ns_won],
+	       (unsigned long long)won.elapsed_ns);
+	/* lost: one spin, given up after its budget (at least spin_min_ns, less a relax of rounding) */
+	CHECK_EQ(lost.seen[LOCKSTAT_mutex_spin_start], 1);
+	CHECK_EQ(lost.seen[LOCKSTAT_mutex_spin_success], 0);
+	CHECK_EQ(lost.seen[LOCKSTAT_mutex_spin_ns_won], 0);
+	CHECK(lost.seen[LOCKSTAT_mutex_spin_ns_lost] + 200 >= pol.spin_min_ns);
+	CHECK(lost.seen[LOCKSTAT_mutex_spin_ns_lost] <= 4 * lost.elapsed_ns + 100000);
+	/* its budget spent, it yields before it parks: at least once (its own spin clock is under
+	 * spin_max_ns then), at most LKM_SPIN_YIELDS (4) times */
+	CHECK(lost.seen[LOCKSTAT_mutex_spin_yield] >= 1 && lost.seen[LOCKSTAT_mutex_spin_yield] <= 4);
+	CHECK(lost.seen[LOCKSTAT_mutex_park] >= 1);
+	/* won: one spin that took the lock after the main thread's 5 ms, no yield, no park */
+	CHECK_EQ(won.seen[LOCKSTAT_mutex_spin_start], 1);
+	CHECK_EQ(won.seen[LOCKSTAT_mutex_spin_success], 1);
+	CHECK_EQ(won.seen[LOCKSTAT_mutex_spin_ns_lost], 0);
+	CHECK_EQ(won.seen[LOCKSTAT_mutex_spin_yield], 0);
+	CHECK_EQ(won.seen[LOCKSTAT_mutex_park], 0);
+	/* at least a tenth of the 5 ms (the spinner may be preempted for the rest), at most 4x its call */
+	CHECK(won.seen[LOCKSTAT_mutex_spin_ns_won] >= 500000);
+	CHECK(won.seen[LOCKSTAT_mutex_spin_ns_won] <= 4 * won.elapsed_ns + 100000);
+}
+
 static void check_cpus_restored(void)
 {
 	const char *pinned[] = { "lock", "lk_mutex", "threads", "2", "duration", "0.02", "warmup", "0",
@@ -272,6 +381,7 @@ int main(void)
 	check_per_thread();
 	check_lab_report();
 	check_woken_outcomes();
+	check_spin_time();
 	check_cpus_restored();
 	return lkt_done(BUILT_WITH_STATS ? "test_lockstat (statistics build)" : "test_lockstat");
 }

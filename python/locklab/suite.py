@@ -509,7 +509,8 @@ def issue11_targets_md(doc, subject="lk_mutex"):
 # Slow-path counters of a statistics build: (column, event per op) and the derived spin success.
 COUNTERS = [("spins/op", "mutex_spin_start"), ("parks/op", "mutex_park"),
             ("wakes/op", "mutex_wake"), ("handoffs/op", "mutex_handoff"),
-            ("timeouts/op", "mutex_timeout")]
+            ("timeouts/op", "mutex_timeout"), ("spin ns lost/op", "mutex_spin_ns_lost"),
+            ("spin yields/op", "mutex_spin_yield")]
 
 
 def counters_md(doc, subject):
@@ -535,7 +536,9 @@ def counters_md(doc, subject):
               if (r.get("lock_stats") or {}).get("enabled")]
         if not rs:
             continue
-        per = [_median([r["lock_stats"]["per_op"].get(ev, 0) for r in rs]) for _, ev in COUNTERS]
+        # an event its build did not count (an older library) is "-", not 0
+        per = [_median([r["lock_stats"]["per_op"][ev] for r in rs if ev in r["lock_stats"]["per_op"]])
+               if any(ev in r["lock_stats"]["per_op"] for r in rs) else None for _, ev in COUNTERS]
         succ = _median([r["lock_stats"]["mutex_spin_success"] / r["lock_stats"]["mutex_spin_start"]
                         for r in rs if r["lock_stats"].get("mutex_spin_start")])
         csw = _median([r["nvcsw"] / r["total_ops"] for r in rs if r.get("total_ops")])
