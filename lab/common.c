@@ -429,20 +429,87 @@ void lab_lat_sample(struct lab_ctx *c, uint64_t ns)
 	}
 }
 
+/*
+ * Reads thread `tid`'s scheduler view (struct lab_sched; tid 0: the calling thread). Lines of
+ * /proc/.../sched look like "se.nr_migrations                             :                    3".
+ */
+static void sched_read(int tid, struct lab_sched *out)
+{
+	char path[64], line[256];
+	unsigned long long run, wait;
+	FILE *f;
+
+	memset(out, 0, sizeof(*out));
+	out->at_ns = lab_now_ns();
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	else
+		snprintf(path, sizeof(path), "/proc/thread-self/schedstat");
+	if ((f = fopen(path, "r"))) {
+		out->have_wait = fscanf(f, "%llu %llu", &run, &wait) == 2;
+		out->wait_ns = out->have_wait ? wait : 0;
+		fclose(f);
+	}
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/self/task/%d/sched", tid);
+	else
+		snprintf(path, sizeof(path), "/proc/thread-self/sched");
+	if ((f = fopen(path, "r"))) {
+		while (fgets(line, sizeof(line), f)) {
+			const char *colon = strchr(line, ':');
+
+			if (strncmp(line, "se.nr_migrations", 16) == 0 && colon) {
+				out->migrations = strtoull(colon + 1, NULL, 10);
+				out->have_migrations = true;
+				break;
+			}
+		}
+		fclose(f);
+	}
+}
+
+/* Fills w->runqueue_wait and w->migrations_per_s from each worker's two reads (NAN when missing). */
+static void sched_window(struct lab_window *w, const struct lab_sched *s0, const struct lab_sched *s1,
+			 unsigned n)
+{
+	double wait = 0, migr = 0;
+	bool have_wait = n > 0, have_migr = n > 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		double dt = s1[i].at_ns > s0[i].at_ns ? (double)(s1[i].at_ns - s0[i].at_ns) : 0;
+
+		have_wait = have_wait && s0[i].have_wait && s1[i].have_wait && dt > 0;
+		have_migr = have_migr && s0[i].have_migrations && s1[i].have_migrations && dt > 0;
+		if (dt > 0) {
+			wait += (double)(s1[i].wait_ns - s0[i].wait_ns) / dt;
+			migr += (double)(s1[i].migrations - s0[i].migrations) / (dt / 1e9);
+		}
+	}
+	w->runqueue_wait = have_wait ? wait : NAN;
+	w->migrations_per_s = have_migr ? migr : NAN;
+}
+
 static void *harness_thread(void *arg)
 {
 	struct lab_ctx *c = arg;
 	struct lab_harness *h = c->h;
 
-	/* release: pairs with the harness's acquire load of `started`; publishes nothing but the check-in */
+	c->tid = (int)gettid();
+	/* release: pairs with the harness's acquire load of `started`; publishes the check-in and tid */
 	atomic_fetch_add_explicit(&h->started, 1, memory_order_release);
 	/* acquire: pairs with the release store that opens the gate; the workload's shared state, set up
 	 * before the harness started, is visible from here on */
 	while (atomic_load_explicit(&h->phase, memory_order_acquire) == PH_STARTING)
 		lk_futex_wait(&h->phase, PH_STARTING, NULL, CLOCK_MONOTONIC);
+	/* the batch reads its own edges (its workers are gone by the end); the timed harness reads
+	 * theirs from outside, at the window's edges */
+	if (atomic_load_explicit(&h->phase, memory_order_relaxed) == PH_MEASURING)
+		sched_read(0, &c->sched0);
 	c->t_start_ns = lab_now_ns();
 	h->fn(c);
 	c->t_end_ns = lab_now_ns();
+	if (c->sched0.at_ns)
+		sched_read(0, &c->sched1);
 	/* release: pairs with the batch runner's acquire load; pthread_join orders the rest anyway */
 	atomic_fetch_add_explicit(&h->finished, 1, memory_order_release);
 	lk_futex_wake(&h->finished, 1);
@@ -546,6 +613,7 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 {
 	struct harness_run hr;
 	uint64_t *ops0 = calloc(nthreads, sizeof(*ops0));
+	struct lab_sched *s0 = NULL, *s1 = NULL;	/* the workers' scheduler view at the window's edges */
 
 	memset(w, 0, sizeof(*w));
 	if (!ops0)
@@ -558,6 +626,10 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 		uint64_t t0, t1;
 
 		sleep_until(lab_now_ns() + (uint64_t)(warmup_s * 1e9));
+		s0 = calloc(nthreads, sizeof(*s0));
+		s1 = calloc(nthreads, sizeof(*s1));
+		for (unsigned i = 0; s0 && s1 && i < nthreads; i++)
+			sched_read(ctx[i].tid, &s0[i]);
 		getrusage(RUSAGE_SELF, &ru0);
 		t0 = lab_now_ns();
 		for (unsigned i = 0; i < nthreads; i++)	/* relaxed: see the header comment */
@@ -579,10 +651,18 @@ int lab_harness_run(unsigned nthreads, double warmup_s, double duration_s, void 
 		w->cpu_sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
 		w->nvcsw = ru1.ru_nvcsw - ru0.ru_nvcsw;
 		w->nivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw;
+		for (unsigned i = 0; s0 && s1 && i < nthreads; i++)
+			sched_read(ctx[i].tid, &s1[i]);
+		if (s0 && s1)
+			sched_window(w, s0, s1, nthreads);
+		else
+			w->runqueue_wait = w->migrations_per_s = NAN;
 		/* relaxed: workers poll for it; pthread_join below orders everything they did */
 		atomic_store_explicit(&hr.h.phase, PH_STOPPING, memory_order_relaxed);
 	}
 	free(ops0);
+	free(s0);
+	free(s1);
 	return harness_join(&hr, w);
 }
 
@@ -638,6 +718,18 @@ int lab_batch_run(unsigned nthreads, double timeout_s, void (*fn)(struct lab_ctx
 			last = w->ctx[i].t_end_ns;
 	}
 	w->elapsed_s = last > first ? (double)(last - first) / 1e9 : 0;
+	struct lab_sched *s0 = calloc(nthreads, sizeof(*s0)), *s1 = calloc(nthreads, sizeof(*s1));
+
+	for (unsigned i = 0; s0 && s1 && i < nthreads; i++) {
+		s0[i] = w->ctx[i].sched0;
+		s1[i] = w->ctx[i].sched1;
+	}
+	if (s0 && s1)
+		sched_window(w, s0, s1, nthreads);
+	else
+		w->runqueue_wait = w->migrations_per_s = NAN;
+	free(s0);
+	free(s1);
 	return err;
 }
 
@@ -682,6 +774,8 @@ void lab_emit_window(struct lab_json *j, const struct lab_window *w)
 	lj_dbl(j, "cpu_ns_per_op", w->total_ops ? (w->cpu_user_s + w->cpu_sys_s) * 1e9 / w->total_ops : NAN);
 	lj_i64(j, "nvcsw", w->nvcsw);
 	lj_i64(j, "nivcsw", w->nivcsw);
+	lj_dbl(j, "runqueue_wait_threads", w->runqueue_wait);	/* NAN -> null */
+	lj_dbl(j, "migrations_per_s", w->migrations_per_s);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -743,6 +837,8 @@ void lab_emit_batch(struct lab_json *j, const struct lab_window *w)
 	lj_dbl(j, "cpu_ns_per_op", w->total_ops ? (w->cpu_user_s + w->cpu_sys_s) * 1e9 / w->total_ops : NAN);
 	lj_i64(j, "nvcsw", w->nvcsw);
 	lj_i64(j, "nivcsw", w->nivcsw);
+	lj_dbl(j, "runqueue_wait_threads", w->runqueue_wait);	/* NAN -> null */
+	lj_dbl(j, "migrations_per_s", w->migrations_per_s);
 	free(t);
 }
 

@@ -221,6 +221,17 @@ void *lab_alloc_aligned(size_t size);		/* zeroed, LAB_CACHELINE aligned; abort o
  */
 struct lab_harness;
 
+/*
+ * The scheduler's view of one thread (procfs): how long it has waited runnable on a runqueue
+ * (/proc/.../schedstat, second field; CONFIG_SCHED_INFO) and how often it migrated between CPUs
+ * (se.nr_migrations in /proc/.../sched; CONFIG_SCHED_DEBUG), each with whether the kernel had it,
+ * and when it was read.
+ */
+struct lab_sched {
+	uint64_t wait_ns, migrations, at_ns;
+	bool have_wait, have_migrations;
+};
+
 struct lab_ctx {
 	_Atomic uint64_t ops;		/* written by the owning thread only (relaxed), read by the harness */
 	unsigned id;
@@ -233,6 +244,8 @@ struct lab_ctx {
 	uint64_t rng;			/* per-thread xorshift state, seeded from id */
 	uint64_t user[4];		/* workload's per-thread counters (owner-written, read after join) */
 	uint64_t t_start_ns, t_end_ns;	/* lab_now_ns() as fn(ctx) began and returned (read after join) */
+	int tid;			/* the worker's kernel thread id (set before it checks in) */
+	struct lab_sched sched0, sched1;	/* batch: its own scheduler view as fn began and returned */
 } __attribute__((aligned(LAB_CACHELINE)));
 
 struct lab_window {
@@ -241,6 +254,13 @@ struct lab_window {
 	uint64_t *thread_ops;		/* nthreads entries, ops inside the window */
 	double cpu_user_s, cpu_sys_s;	/* getrusage(RUSAGE_SELF) deltas over the window */
 	long nvcsw, nivcsw;		/* voluntary / involuntary context switches over the window */
+	/*
+	 * The workers' scheduler view over the window (each read at its edges, per thread):
+	 * runqueue_wait = sum over workers of (runqueue wait / the time between its two reads), the
+	 * average number of workers runnable but waiting for a CPU; migrations_per_s = their
+	 * migrations per second. NAN when the kernel does not report them.
+	 */
+	double runqueue_wait, migrations_per_s;
 	struct lab_ctx *ctx;		/* the per-thread contexts, valid until lab_window_free */
 	unsigned nthreads;
 };
@@ -279,7 +299,8 @@ void lab_lat_sample(struct lab_ctx *c, uint64_t ns);	/* reservoir sampling into 
 uint64_t lab_rand(struct lab_ctx *c);
 
 /* Window summary fields every threaded workload emits: ops_per_sec, per-thread ops, Jain fairness,
- * min/max share, cpu_ns_per_op, context switches, elapsed_s. */
+ * min/max share, cpu_ns_per_op, context switches, runqueue_wait_threads and migrations_per_s (null
+ * where the kernel does not report them), elapsed_s. */
 void lab_emit_window(struct lab_json *j, const struct lab_window *w);
 /* A batch's fields: finish_s (the span, the batch's metric), ops_per_sec (all operations over the
  * span), thread_ops, thread_time_s (each worker's own time), slowest/median/fastest_thread_s,

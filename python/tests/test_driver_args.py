@@ -165,6 +165,38 @@ def run_ok(*args):
     return json.loads(out[0])
 
 
+PROCFS_SCHED = (Path(f"/proc/self/task/{os.getpid()}/schedstat").is_file()
+                and Path(f"/proc/self/task/{os.getpid()}/sched").is_file())
+
+
+@pytest.mark.parametrize("workload, extra", [
+    ("spinlock", ["--duration", "0.2", "--warmup", "0.02"]),
+    ("mutex-batch", ["--ops", "2000000"]),
+])
+def test_runqueue_wait_and_migrations(workload, extra):
+    """The workers' scheduler view: with N always-runnable threads pinned to one CPU, N - 1 of them
+    wait for it on average and none migrates; alone, it waits for nothing. spin_ttas's waiters
+    spin and yield, never sleep, so every worker is runnable all the time."""
+    lock = "spin_ttas"
+    four = run_ok(workload, "--lock", lock, "--threads", "4", "--cpus", "first", *extra)["result"]
+    one = run_ok(workload, "--lock", lock, "--threads", "1", "--cpus", "first", *extra)["result"]
+    if not PROCFS_SCHED:  # a kernel without CONFIG_SCHED_INFO / CONFIG_SCHED_DEBUG: reported as null
+        assert four["runqueue_wait_threads"] is None or four["migrations_per_s"] is None
+        pytest.skip("this kernel has no /proc/.../schedstat or /proc/.../sched")
+    # other processes on that CPU make every worker wait longer, never shorter: the bounds below hold
+    # on a loaded machine too (checked behind two CPU hogs)
+    w4, w1 = four["runqueue_wait_threads"], one["runqueue_wait_threads"]
+    if workload == "spinlock":
+        # the timed window: all four run throughout, three wait (alone: 2.95-3.0 here)
+        assert 2.5 <= w4 <= 4.0 and w4 - w1 >= 2.0, (w4, w1)
+    else:
+        # a batch: each worker over its own span; those that finish first leave fewer behind
+        # (2.2-2.6 here)
+        assert 1.0 <= w4 <= 4.0 and w4 - w1 >= 0.8, (w4, w1)
+    assert 0 <= w1 <= 1.0, w1
+    assert four["migrations_per_s"] == 0 and one["migrations_per_s"] == 0
+
+
 def test_valid_short_run_has_every_field():
     doc = run_ok("mutex", "--lock", "futex3", "--threads", "2", "--load", "5", "--lines", "2",
                  "--parallel=3", "--lat-every", "4", *SHORT)
@@ -179,6 +211,8 @@ def test_valid_short_run_has_every_field():
     for k in ("cpu_ns_per_op", "cpu_user_s", "cpu_sys_s", "elapsed_s"):
         assert r[k] >= 0, k
     assert r["nvcsw"] >= 0 and r["nivcsw"] >= 0
+    for k in ("runqueue_wait_threads", "migrations_per_s"):  # null where procfs lacks them
+        assert r[k] is None or r[k] >= 0, k
     lat = r["latency"]
     assert lat["samples"] > 0
     assert 0 < lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"]
