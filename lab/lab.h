@@ -245,7 +245,9 @@ struct lab_ctx {
 	uint64_t user[4];		/* workload's per-thread counters (owner-written, read after join) */
 	uint64_t t_start_ns, t_end_ns;	/* lab_now_ns() as fn(ctx) began and returned (read after join) */
 	int tid;			/* the worker's kernel thread id (set before it checks in) */
-	struct lab_sched sched0, sched1;	/* batch: its own scheduler view as fn began and returned */
+	/* batch: its own scheduler view just before fn began and just after it returned (procfs reads,
+	 * tens of µs, outside t_start_ns..t_end_ns) */
+	struct lab_sched sched0, sched1;
 } __attribute__((aligned(LAB_CACHELINE)));
 
 struct lab_window {

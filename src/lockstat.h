@@ -5,11 +5,11 @@
  *
  * Build:   cmake -S . -B build-stats -DLOCKLAB_STATS=ON   (or `make build-stats`)
  *
- * In the normal build lockstat_inc() and lockstat_add() expand to nothing: the lock paths contain no counting
- * instruction, no branch and no TLS access (zero cost), and lockstat_read() reports zeros with
- * lockstat_enabled() false. In the statistics build every thread counts into its own array
- * (__thread, as lockref's per-thread statistics), so counting adds one increment of a line only that
- * thread writes: no shared cache line, no atomic.
+ * In the normal build lockstat_inc() and lockstat_add() expand to nothing: the lock paths contain
+ * no counting instruction, no branch and no TLS access (zero cost), and lockstat_read() reports
+ * zeros with lockstat_enabled() false. In the statistics build every thread counts into its own
+ * array (__thread, as lockref's per-thread statistics), so counting adds one increment of a line
+ * only that thread writes: no shared cache line, no atomic.
  *
  * Events: the X-macro list in src/lockstat_events.h, LOCKSTAT_<name> in the enum below.
  *

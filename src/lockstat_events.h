@@ -13,8 +13,8 @@
  */
 LOCKSTAT_EVENT(mutex_spin_start, "a waiter began a bounded spin on the lock word")
 LOCKSTAT_EVENT(mutex_spin_success, "a spin ended with the lock acquired (no park)")
-LOCKSTAT_EVENT(mutex_spin_ns_won, "ns spent in the relax loop of spins that ended with the lock (relax rounds x the calibrated relax; yields not included)")
-LOCKSTAT_EVENT(mutex_spin_ns_lost, "ns spent in the relax loop of spins that gave up and parked (as mutex_spin_ns_won)")
+LOCKSTAT_EVENT(mutex_spin_ns_won, "ns in the relax loop of spins that took the lock (rounds x calibrated relax; no yields)")
+LOCKSTAT_EVENT(mutex_spin_ns_lost, "ns in the relax loop of spins that gave up and parked (as mutex_spin_ns_won)")
 LOCKSTAT_EVENT(mutex_spin_yield, "a spinner whose budget ran out yielded the CPU, still spinning (at most LKM_SPIN_YIELDS per spin)")
 LOCKSTAT_EVENT(mutex_park, "a waiter parked (went to sleep in the parking lot)")
 LOCKSTAT_EVENT(mutex_wake, "an unlock woke a parked waiter")
