@@ -24,6 +24,12 @@
  * check blind: behind two CPU hogs on this 2-CPU machine, 1 case in 40 needed a second try.
  *
  * Not under ThreadSanitizer: there the broken locks' races are TSan's to report, and it does.
+ *
+ * test_leaky needs two CPUs (`make check`'s pinned pass gives it one): there a thread runs only
+ * while the other is off the CPU, so a walk-in overlaps a holder only when that holder was
+ * preempted inside its critical section, and a waiter that never gets the lock rarely reaches its
+ * 64th acquisition; in the pinned pass 5 tries of 0.2 s saw no lost update at 2 groups. test_none
+ * still fails every run on one CPU (each tick that preempts a thread inside loses updates).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -209,9 +215,16 @@ int main(void)
 	static const char *const batch2[] = { "threads", "4", "groups", "2", "ops", "10000",
 					      "cs-ns", "2000", NULL };
 
+	cpu_set_t cpus;
+	bool one_cpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2;
+
 	lkt_watchdog(120);
+	if (one_cpu)
+		printf("  one usable CPU: test_leaky skipped (see the header), test_none still run\n");
 	for (const char *const *lock = (const char *const[]){ "test_none", "test_leaky", NULL }; *lock;
 	     lock++) {
+		if (one_cpu && strcmp(*lock, "test_leaky") == 0)
+			continue;
 		expect_caught(&lab_wl_mutex, *lock, one, "1 lock");
 		expect_caught(&lab_wl_mutex, *lock, two, "2 groups");
 		expect_caught(&lab_wl_mutex_batch, *lock, batch, "1 lock");

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # fail-gate.sh - the fail gate (fail-gate.patch, LKM_FAIL_GATE: after N spins in a row on a slot ran
 # out of their budget, the budget loses its spin_min_ns floor until a spin takes the lock), screened
-# against the control. Builds the patched tree in a git worktree of HEAD (needs git, cmake, ninja):
-# a driver with the lab variants lk_mutex_v_fg4 / lk_mutex_v_fg8, and a shim whose lk_mutex has
-# LKM_FAIL_GATE 8. Run from the repository root after `make build` (the control shim is
-# build/liblocklab-preload.so); nothing else should run.
+# against the control. Builds the patch on 55d7d31, the commit it was measured on, in a scratch
+# worktree (scripts/variant-driver; needs git, cmake): a driver with the lab variants lk_mutex_v_fg4
+# and lk_mutex_v_fg8, and two shims of that tree, without the knob (the control) and with
+# LKM_FAIL_GATE 8. Run from the repository root after `make setup` (the CLI); nothing else should run.
 #
 #   docs/results/issue11-yield-in-cs-2core/fail-gate.sh [yield] [wide] [batch] [shim]
 #
@@ -23,14 +23,9 @@ stages=("$@")
 for s in "${stages[@]}"; do
 	case $s in yield|wide|batch|shim) ;; *) echo "fail-gate.sh: unknown stage '$s' (yield wide batch shim)" >&2; exit 2 ;; esac
 done
-[ -f "$repo/build/liblocklab-preload.so" ] || { echo "fail-gate.sh: run 'make build' first" >&2; exit 2; }
 wt="$(mktemp -d)/wt"
-git -C "$repo" worktree add -q --detach "$wt" HEAD
 trap 'git -C "$repo" worktree remove --force "$wt"' EXIT
-git -C "$wt" apply "$here/fail-gate.patch"
-cmake -S "$wt" -B "$wt/ab" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS > /dev/null
-ninja -C "$wt/ab" locklab-bench > /dev/null
-drv="$wt/ab/locklab-bench"
+drv=$("$repo/scripts/variant-driver" 55d7d31 "$here/fail-gate.patch" "$wt" 2>/dev/null)
 variants=(--variant base="$drv":lk_mutex_v_base --variant fg4="$drv":lk_mutex_v_fg4 --variant fg8="$drv":lk_mutex_v_fg8)
 threads=1,2,3,4,8,16,32,64,256
 
@@ -56,15 +51,17 @@ batch() {
 }
 
 shim() {
-	local bin out="$here/fail-gate-shim.txt"
-	cmake -S "$wt" -B "$wt/fg" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-DLKM_FAIL_GATE=8 > /dev/null
-	ninja -C "$wt/fg" locklab-preload > /dev/null
+	local bin out="$here/fail-gate-shim.txt" d
+	for d in base:-DLKM_FAIL_GATE=0 fg:-DLKM_FAIL_GATE=8; do
+		cmake -S "$wt" -B "$wt/${d%%:*}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="${d#*:}" > /dev/null
+		cmake --build "$wt/${d%%:*}" -j "$(nproc)" --target locklab-preload > /dev/null
+	done
 	bin="$(mktemp -d)/yieldcs"
 	cc -O2 -Wall -pthread -o "$bin" "$here/yieldcs.c"
-	echo "# fail-gate shim: $(date -u +%FT%TZ), commit $(git -C "$repo" rev-parse --short HEAD), $(nproc) CPUs; NAME stressng BOGO_OPS_S yieldcs0 OPS_S" > "$out"
+	echo "# fail-gate shim: $(date -u +%FT%TZ), 55d7d31 + fail-gate.patch, $(nproc) CPUs; NAME stressng BOGO_OPS_S yieldcs0 OPS_S" > "$out"
 	for r in $(seq "${ROUNDS:-6}"); do
-		for v in base:"$repo/build/liblocklab-preload.so":lk_mutex fg8:"$wt/fg/liblocklab-preload.so":lk_mutex \
-			 glibc:"$repo/build/liblocklab-preload.so":glibc rpl:"$repo/build/liblocklab-preload.so":rust_parking_lot; do
+		for v in base:"$wt/base/liblocklab-preload.so":lk_mutex fg8:"$wt/fg/liblocklab-preload.so":lk_mutex \
+			 glibc:"$wt/base/liblocklab-preload.so":glibc rpl:"$wt/base/liblocklab-preload.so":rust_parking_lot; do
 			IFS=: read -r name so lock <<< "$v"
 			local s y t
 			s=$(LD_PRELOAD="$so" LOCKLAB_LOCK=$lock stress-ng --mutex 2 -t 3 --metrics-brief 2>&1 |

@@ -3,8 +3,10 @@
 # (4 threads, 2 locks, `--cs-yield 1`, 1 ns critical sections: stress-ng's shape). A scratch
 # statistics build with spin-counters.patch (how many relax rounds each spin ran, its budget, the
 # spinner's and waiters' yields), in a git worktree of HEAD; the lab's own counters and
-# getrusage() do the rest. Run from the repository root; nothing else should run; needs git, cmake,
-# ninja. Writes spin-counters.txt here (about 2 minutes).
+# getrusage() do the rest. Built on 55d7d31, the commit it was measured on, in a scratch worktree
+# (scripts/patched-tree). Run from the repository root; nothing else should run; needs git, cmake.
+# Writes spin-counters.txt here (about 2 minutes). Since a2c5523 a statistics build counts the spin
+# time and the spinner's yields itself (mutex_spin_ns_lost, mutex_spin_yield).
 #
 # Each round runs lk_mutex at spin_min_ns 1000 (the default), 250 and 0 (LOCKLAB_MUTEX_SPIN_MIN_NS),
 # then rust_parking_lot and glibc_normal, 1.5 s each.
@@ -14,14 +16,13 @@ repo="$(cd "$here/../../.." && pwd)"
 rounds=${ROUNDS:-6}
 export LOCKLAB_BUSY_NS_PER_ITER=${LOCKLAB_BUSY_NS_PER_ITER:-0.3236}
 wt="$(mktemp -d)/wt"
-git -C "$repo" worktree add -q --detach "$wt" HEAD
 trap 'git -C "$repo" worktree remove --force "$wt"' EXIT
-git -C "$wt" apply "$here/spin-counters.patch"
-cmake -S "$wt" -B "$wt/b" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON > /dev/null
-ninja -C "$wt/b" locklab-bench > /dev/null
+"$repo/scripts/patched-tree" 55d7d31 "$here/spin-counters.patch" "$wt" > /dev/null
+cmake -S "$wt" -B "$wt/b" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKLAB_STATS=ON > /dev/null
+cmake --build "$wt/b" -j "$(nproc)" --target locklab-bench > /dev/null
 out="$here/spin-counters.txt"
 {
-	echo "# spin-counters: $(date -u +%FT%TZ), commit $(git -C "$repo" rev-parse --short HEAD) + spin-counters.patch, $(nproc) CPUs"
+	echo "# spin-counters: $(date -u +%FT%TZ), 55d7d31 + spin-counters.patch, $(nproc) CPUs"
 	echo "# locklab-bench mutex --threads 4 --groups 2 --cs-yield 1 --cs-ns 1 --duration 1.5 --warmup 0.2"
 	echo "# per op: user and system CPU ns, voluntary (park) and involuntary (yield, preemption) context"
 	echo "# switches; lk_mutex's counters: spins begun and won, relax rounds of a failed spin, its budget"
