@@ -41,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lab_inproc.h"
 #include "lktest.h"
 
 #define LAB_REGISTRY_EXTRA                                                                         \
@@ -123,49 +124,20 @@ struct outcome {
 	bool message;		/* stderr named the violation and the lock */
 };
 
-/*
- * Runs workload wl in-process with its defaults and `set` (name, value pairs, NULL-terminated), as
- * the driver does after validating them; the record goes to memory, stderr to a file we read back.
- */
+/* Runs wl on `lock` in this process with `set` (tests/lab_inproc.h); stderr is read back. */
 static struct outcome run(const struct lab_workload *wl, const char *lock, const char *const *set)
 {
-	struct lab_run r = { .wl = wl };
+	const char *args[32] = { "lock", lock };
 	struct outcome o = { 0 };
-	char *rec = NULL, err[4096] = "";
-	size_t reclen = 0;
+	char *rec, err[4096];
+	int n = 2;
 
-	for (int i = 0; wl->params[i].name; i++) {
-		r.values[i] = wl->params[i].def;
-		if (strcmp(wl->params[i].name, "lock") == 0)
-			r.values[i] = lock;
-		for (int k = 0; set[k]; k += 2)
-			if (strcmp(wl->params[i].name, set[k]) == 0)
-				r.values[i] = set[k + 1];
-	}
-	FILE *mem = open_memstream(&rec, &reclen);
-	FILE *errf = tmpfile();
-	int saved = dup(2);
-	struct lab_json j;
-
-	if (!mem || !errf || saved < 0) {
-		perror("test_lab_exclusion: setup");
-		o.rc = -1;
+	for (int k = 0; set[k] && n < 30; k++)
+		args[n++] = set[k];
+	args[n] = NULL;
+	o.rc = lab_run_inproc(wl, args, &rec, err, sizeof(err));
+	if (!rec)
 		return o;
-	}
-	fflush(stderr);
-	dup2(fileno(errf), 2);
-	lj_init(&j, mem);
-	lj_obj_begin(&j, NULL);
-	o.rc = wl->run(&r, &j);
-	lj_obj_end(&j);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	fclose(mem);
-	rewind(errf);
-	size_t n = fread(err, 1, sizeof(err) - 1, errf);
-	err[n] = 0;
-	fclose(errf);
 	o.ok_false = strstr(rec, "\"exclusion_ok\":false") != NULL;
 	o.ok_true = strstr(rec, "\"exclusion_ok\":true") != NULL;
 	o.message = strstr(err, "mutual exclusion violated") && strstr(err, lock);

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "lab.h"
+#include "lab_inproc.h"
 #include "lktest.h"
 #include "lockstat.h"
 #include "locklab/mutex.h"
@@ -116,24 +117,9 @@ static void check_per_thread(void)
  * returns its result object as text (malloc'd), or NULL. */
 static char *run_mutex(const char *const *args)
 {
-	struct lab_run r = { .wl = &lab_wl_mutex };
-	char *buf = NULL;
-	size_t len = 0;
-	struct lab_json j;
-	FILE *mem = open_memstream(&buf, &len);
-	int rc;
+	char *buf;
+	int rc = lab_run_inproc(&lab_wl_mutex, args, &buf, NULL, 0);
 
-	for (int i = 0; lab_wl_mutex.params[i].name; i++) {
-		r.values[i] = lab_wl_mutex.params[i].def;
-		for (int k = 0; args[k]; k += 2)
-			if (strcmp(args[k], lab_wl_mutex.params[i].name) == 0)
-				r.values[i] = args[k + 1];
-	}
-	lj_init(&j, mem);
-	lj_obj_begin(&j, NULL);
-	rc = lab_wl_mutex.run(&r, &j);
-	lj_obj_end(&j);
-	fclose(mem);
 	CHECK_EQ(rc, 0);
 	if (rc) {
 		free(buf);
