@@ -583,6 +583,56 @@ def details_md(doc):
     return lines
 
 
+def _busy(r):
+    """CPUs busy over a run's window: (user + system CPU) / its span (a batch's finish_s)."""
+    span = r.get("elapsed_s") if isinstance(r.get("elapsed_s"), (int, float)) else r.get("finish_s")
+    cpu = [r.get("cpu_user_s"), r.get("cpu_sys_s")]
+    if not isinstance(span, (int, float)) or span <= 0 or not all(isinstance(x, (int, float)) for x in cpu):
+        return None
+    return sum(cpu) / span
+
+
+def sched_view_md(doc, subject):
+    """For each cell where the subject is behind on the workload's targeted throughput metric: its
+    and the lock ahead's medians of CPUs busy, workers waiting for a CPU (runqueue_wait_threads)
+    and migrations per second. Empty when the subject's runs do not report the scheduler's view
+    (drivers before it, or a kernel without it)."""
+    metric = next((m for m in JUDGED.get(doc.get("workload"), []) if m in ("ops_per_sec", "finish_s")),
+                  None)
+    if metric is None or subject not in doc.get("locks", []):
+        return []
+    if not any(isinstance(r["result"].get("runqueue_wait_threads"), (int, float))
+               for r in doc["runs"] if r.get("lock") == subject):
+        return []
+    rows = []
+    for cell in doc["cells"]:
+        by_lock = cell_results(doc, cell)
+        sd = standing(by_lock, metric, subject)
+        if sd is None or sd["place"] != "behind":
+            continue
+        vals = []
+        for lock in (subject, sd["other"]):
+            rs = by_lock.get(lock, [])
+            vals.append([_median([x for x in (_busy(r) for r in rs) if x is not None]),
+                         _median([r["runqueue_wait_threads"] for r in rs
+                                  if isinstance(r.get("runqueue_wait_threads"), (int, float))]),
+                         _median([r["migrations_per_s"] for r in rs
+                                  if isinstance(r.get("migrations_per_s"), (int, float))])])
+        rows.append(f"| {_cell_label(cell['params'])} | {sd['other']} | "
+                    + " | ".join(f"{fmt_num(a)} / {fmt_num(b)}" for a, b in zip(*vals)) + " |")
+    lines = [f"### The scheduler's view where {subject} is behind on {LABEL.get(metric, metric)}", ""]
+    if not rows:
+        return lines + [f"{subject} is behind on {LABEL.get(metric, metric)} in no cell.", ""]
+    return lines + [
+        f"Medians over each lock's runs, {subject} / the lock ahead of it. CPUs busy = (user + "
+        "system CPU) / window; waiting = workers runnable but waiting for a CPU, on average "
+        "(result.runqueue_wait_threads). Threads waiting while CPUs busy stays below the usable "
+        "CPUs suggest threads queued on one CPU while another idled (averages alone do not show "
+        "that the two coincide).", "",
+        "| cell | ahead of it | CPUs busy | waiting for a CPU | migrations/s |",
+        "|---|---|---|---|---|"] + rows + [""]
+
+
 def summary_md(docs, notes):
     lines = ["# locklab suite: the source documents' experiments", ""]
     if docs:
@@ -620,6 +670,7 @@ def summary_md(docs, notes):
         if subject:
             lines += standing_md(doc, subject)
             lines += issue11_targets_md(doc, subject)
+            lines += sched_view_md(doc, subject)
             lines += counters_md(doc, subject)
         lines += details_md(doc)
     return "\n".join(lines)

@@ -245,3 +245,24 @@ def test_tied_with_a_wide_winner_but_clearly_worse_than_the_runner_up_is_behind(
     # rust_std itself is tied with the winner and worse than nobody
     s = suite.standing(by_lock, "ops_per_sec", "rust_std")
     assert s["place"] == "tied" and s["other"] == "glibc_normal"
+
+
+def test_sched_view_where_behind_on_throughput():
+    doc = mutex_doc()
+    assert suite.sched_view_md(doc, "lk_mutex") == []  # no run reports the scheduler's view
+    for r in doc["runs"]:
+        res = r["result"]
+        res.update({"elapsed_s": 1.0, "cpu_user_s": 0.5, "cpu_sys_s": 0.25,
+                    "runqueue_wait_threads": 1.5 + r["repeat"] / 100, "migrations_per_s": 300.0})
+        if r["lock"] == "rust_parking_lot":
+            res.update({"cpu_user_s": 1.5, "cpu_sys_s": 0.5, "runqueue_wait_threads": 30.0,
+                        "migrations_per_s": 2.0})
+    text = "\n".join(suite.sched_view_md(doc, "lk_mutex"))
+    # behind rust_parking_lot on throughput at 32 threads only (first at 2)
+    assert "| threads=32 | rust_parking_lot | 0.75 / 2 | 1.52 / 30 | 300 / 2 |" in text
+    assert "threads=2 |" not in text
+    # first everywhere: the section says so
+    for r in doc["runs"]:
+        if r["lock"] == "lk_mutex":
+            r["result"]["ops_per_sec"] += 1000
+    assert "behind on throughput in no cell" in "\n".join(suite.sched_view_md(doc, "lk_mutex"))
