@@ -3,23 +3,33 @@
 # 2 CPUs): per run, CPU utilisation ((user + system) / window), the workers' runqueue wait
 # (result.runqueue_wait_threads: how many were runnable but waiting for a CPU, on average) and
 # their migrations per second, for lk_mutex, rust_parking_lot and glibc_normal. Run from the
-# repository root after `make build`; nothing else should run. Writes view.jsonl (one run record
-# per line) and view.txt (medians) here; about 1 minute on 2 CPUs.
+# repository root after `make build`; nothing else should run.
+#
+#   docs/results/issue11-2core-sched-view/run.sh [2us] [100ns]
+#
+# 2us: the 2 µs / 1x column at 3, 4, 8, 16, 256 threads: view.jsonl (one run record per line) and
+# view.txt (medians), about 1 minute on 2 CPUs; 100ns: the 100 ns / 10x column at 4, 8, 16, 64
+# threads (the other column lk_mutex trailed in two suites): view-100ns.jsonl and .txt, as long.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 drv=${DRIVER:-$repo/build/locklab-bench}
 export LOCKLAB_BUSY_NS_PER_ITER=${LOCKLAB_BUSY_NS_PER_ITER:-0.3236}
-: > "$here/view.jsonl"
-for r in 1 2 3; do
-	for t in 3 4 8 16 256; do
-		for lock in lk_mutex rust_parking_lot glibc_normal; do
-			"$drv" mutex --lock $lock --threads $t --cs-ns 2000 --parallel-ratio 1 --duration 1 \
-				--warmup 0.1 >> "$here/view.jsonl"
+
+# STAGE OUT CS_NS RATIO THREADS...: 3 interleaved rounds of 1 s per lock and thread count
+column() {
+	local out=$1 cs=$2 ratio=$3 r t lock
+	shift 3
+	: > "$here/$out.jsonl"
+	for r in 1 2 3; do
+		for t in "$@"; do
+			for lock in lk_mutex rust_parking_lot glibc_normal; do
+				"$drv" mutex --lock $lock --threads $t --cs-ns $cs --parallel-ratio $ratio \
+					--duration 1 --warmup 0.1 >> "$here/$out.jsonl"
+			done
 		done
 	done
-done
-python3 - "$here/view.jsonl" <<'PY' | tee "$here/view.txt"
+	python3 - "$here/$out.jsonl" <<'PY' | tee "$here/$out.txt"
 import json, statistics, sys
 from collections import defaultdict
 cells = defaultdict(list)
@@ -35,3 +45,16 @@ for (t, lock), v in sorted(cells.items()):
     med = [statistics.median(x[i] for x in v) for i in range(5)]
     print(f"{t:7d} {lock:16s} {med[0]:7.0f} {med[1]:10.2f} {med[2]:8.2f} {med[3]:7.0f} {med[4]:9.4f}")
 PY
+}
+
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(2us 100ns)
+for s in "${stages[@]}"; do
+	case $s in 2us|100ns) ;; *) echo "run.sh: unknown stage '$s' (2us 100ns)" >&2; exit 2 ;; esac
+done
+for s in "${stages[@]}"; do
+	case $s in
+	2us) column view 2000 1 3 4 8 16 256 ;;
+	100ns) column view-100ns 100 10 4 8 16 64 ;;
+	esac
+done
