@@ -5,25 +5,29 @@
 # their migrations per second, for lk_mutex, rust_parking_lot and glibc_normal. Run from the
 # repository root after `make build`; nothing else should run.
 #
-#   docs/results/issue11-2core-sched-view/run.sh [2us] [100ns]
+#   docs/results/issue11-2core-sched-view/run.sh [2us] [100ns] [variants]
 #
 # 2us: the 2 µs / 1x column at 3, 4, 8, 16, 256 threads: view.jsonl (one run record per line) and
 # view.txt (medians), about 1 minute on 2 CPUs; 100ns: the 100 ns / 10x column at 4, 8, 16, 64
-# threads (the other column lk_mutex trailed in two suites): view-100ns.jsonl and .txt, as long.
+# threads (the other column lk_mutex trailed in two suites): view-100ns.jsonl and .txt, as long;
+# variants: the 2 µs / 1x column at 4, 8, 16, 256 threads on lab variants of lk_mutex (it builds
+# build-ab, -DLAB_MUTEX_VARIANTS): view-variants.jsonl and .txt, about 1 minute. Default: 2us 100ns.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 drv=${DRIVER:-$repo/build/locklab-bench}
 export LOCKLAB_BUSY_NS_PER_ITER=${LOCKLAB_BUSY_NS_PER_ITER:-0.3236}
 
-# STAGE OUT CS_NS RATIO THREADS...: 3 interleaved rounds of 1 s per lock and thread count
+locks="lk_mutex rust_parking_lot glibc_normal"
+
+# OUT CS_NS RATIO THREADS...: 3 interleaved rounds of 1 s per lock ($locks, on $drv) and thread count
 column() {
 	local out=$1 cs=$2 ratio=$3 r t lock
 	shift 3
 	: > "$here/$out.jsonl"
 	for r in 1 2 3; do
 		for t in "$@"; do
-			for lock in lk_mutex rust_parking_lot glibc_normal; do
+			for lock in $locks; do
 				"$drv" mutex --lock $lock --threads $t --cs-ns $cs --parallel-ratio $ratio \
 					--duration 1 --warmup 0.1 >> "$here/$out.jsonl"
 			done
@@ -50,11 +54,19 @@ PY
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(2us 100ns)
 for s in "${stages[@]}"; do
-	case $s in 2us|100ns) ;; *) echo "run.sh: unknown stage '$s' (2us 100ns)" >&2; exit 2 ;; esac
+	case $s in 2us|100ns|variants) ;; *) echo "run.sh: unknown stage '$s' (2us 100ns variants)" >&2; exit 2 ;; esac
 done
 for s in "${stages[@]}"; do
 	case $s in
 	2us) column view 2000 1 3 4 8 16 256 ;;
 	100ns) column view-100ns 100 10 4 8 16 64 ;;
+	variants)
+		cmake -S "$repo" -B "$repo/build-ab" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+			-DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS > /dev/null
+		cmake --build "$repo/build-ab" -j "$(nproc)" --target locklab-bench > /dev/null
+		drv=$repo/build-ab/locklab-bench
+		locks="lk_mutex_v_base lk_mutex_v_crowdany lk_mutex_v_wm2 lk_mutex_v_nowaityield rust_parking_lot"
+		column view-variants 2000 1 4 8 16 256
+		locks="lk_mutex rust_parking_lot glibc_normal" drv=${DRIVER:-$repo/build/locklab-bench} ;;
 	esac
 done
