@@ -44,10 +44,10 @@ for line in open(sys.argv[1]):
         (r["ops_per_sec"] / 1e3, (r["cpu_user_s"] + r["cpu_sys_s"]) / r["elapsed_s"],
          r["runqueue_wait_threads"], r["migrations_per_s"], r["nvcsw"] / r["total_ops"]))
 print(f"# {d['machine'].get('cpu_model', '?')}, {d['driver'].get('commit', '?')}; medians of 3 runs of 1 s")
-print("threads lock              kops/s  CPUs busy  waiting  migr/s  parks/op")
+print("threads lock                      kops/s  CPUs busy  waiting  migr/s  parks/op")
 for (t, lock), v in sorted(cells.items()):
     med = [statistics.median(x[i] for x in v) for i in range(5)]
-    print(f"{t:7d} {lock:16s} {med[0]:7.0f} {med[1]:10.2f} {med[2]:8.2f} {med[3]:7.0f} {med[4]:9.4f}")
+    print(f"{t:7d} {lock:24s} {med[0]:7.0f} {med[1]:10.2f} {med[2]:8.2f} {med[3]:7.0f} {med[4]:9.4f}")
 PY
 }
 

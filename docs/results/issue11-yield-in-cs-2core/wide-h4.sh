@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # wide-h4.sh - handoff_ns 4 ms against the default (1 ms) on issue 11's whole mutex matrix, through
 # scripts/mutex-ab (5 interleaved repeats of 0.2 s per cell, one driver, the policy from the
-# environment), and on its fixed-work batch. Run from the repository root after `make build` (the
-# driver is build-ab/locklab-bench unless DRIVER= names another; any build with the lab will do);
-# nothing else should run.
+# environment), and on its fixed-work batch. Run from the repository root; nothing else should run.
+# The driver is build-ab/locklab-bench (cmake -S . -B build-ab -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# -DCMAKE_C_FLAGS=-DLAB_MUTEX_VARIANTS && cmake --build build-ab --target locklab-bench) unless
+# DRIVER= names another; any build with the lab will do.
 #
 #   docs/results/issue11-yield-in-cs-2core/wide-h4.sh [wide] [batch]
 #
