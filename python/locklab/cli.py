@@ -94,6 +94,9 @@ def _top_parser():
                     help="rewrite DIR/summary.md and DIR/report from its results files; run nothing")
     ps.add_argument("--resume", action="store_true", help="continue an interrupted suite in --out "
                     "DIR: complete experiments are kept, the interrupted one resumed")
+    ps.add_argument("--retry-busy", default="0", metavar="N",
+                    help="every bench's --retry-busy N: measure a run the busy rule flags again, "
+                    "up to N times (default 0)")
     ps.add_argument("--no-progress", action="store_true", help="no progress bar")
     psh = sub.add_parser("show", help="print the tables of saved results files again")
     psh.add_argument("files", nargs="+", metavar="FILE", help="results files (locklab-results/1)")
@@ -148,6 +151,9 @@ def _param_help(param, algorithms):
     return "; ".join(b for b in bits if b)
 
 
+MAX_RETRY_BUSY = 10
+
+
 def bench_parser(wl, algorithms):
     p = _Parser(prog=f"locklab bench {wl.name}", description=wl.help,
                 epilog=f"metric: {wl.metric} ({'higher' if wl.higher_is_better else 'lower'} is "
@@ -172,6 +178,10 @@ def bench_parser(wl, algorithms):
     p.add_argument("--seed", default="0", help="seed of the lock-order shuffle (default 0)")
     p.add_argument("--resume", action="store_true", help="continue the interrupted bench whose "
                    "runs are in OUT.partial (same options; only the missing runs are measured)")
+    p.add_argument("--retry-busy", default="0", metavar="N",
+                   help="measure a run again, up to N times, while the busy rule (hostload.py: "
+                   "other processes' CPU time, or a machine slowed below 0.75x its calibrated "
+                   "speed) flags it; the last try is kept (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -180,6 +190,7 @@ def build_plan(wl, algorithms, ns):
     """Validate the parsed bench options against the description; returns a runner.Plan."""
     repeat = runner.parse_positive_int(ns.repeat, "--repeat")
     seed = runner.parse_positive_int(ns.seed, "--seed", lo=0, hi=2**63 - 1)
+    retry_busy = runner.parse_positive_int(ns.retry_busy, "--retry-busy", lo=0, hi=MAX_RETRY_BUSY)
     axes, fixed = {}, {}
     for prm in wl.params:
         if prm.name == "lock":
@@ -208,7 +219,7 @@ def build_plan(wl, algorithms, ns):
         locks = [runner.parse_value(lp, t, algorithms, "--lock")
                  for t in runner.split_list(text, "--lock")]
     return runner.Plan(wl, locks, axes, fixed, repeat, baseline=ns.baseline, shuffle=ns.shuffle,
-                       seed=seed)
+                       seed=seed, retry_busy=retry_busy)
 
 
 def run_plan(plan, driver, argv_for_command, out, progress=True, resume=False, resume_command=None):
@@ -341,8 +352,9 @@ def cmd_suite(ns):
         return suite.summarize(ns.summarize)
     if ns.resume and not ns.out:
         raise UsageError("--resume: needs --out DIR, the directory of the interrupted suite")
+    retry = runner.parse_positive_int(ns.retry_busy, "--retry-busy", lo=0, hi=MAX_RETRY_BUSY)
     return suite.run(Driver(), out_dir=ns.out, quick=ns.quick, only=ns.only,
-                     progress=not ns.no_progress, resume=ns.resume)
+                     progress=not ns.no_progress, resume=ns.resume, retry_busy=retry)
 
 
 def _main(argv):

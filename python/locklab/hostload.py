@@ -23,6 +23,22 @@ machine when other processes used more than OTHER_CPU_MAX (10 %) of the machine'
 ran.  A run shorter than MIN_TICKS clock ticks of machine time (50 ms on 2 CPUs) is "not judged"
 (busy = null): /proc/stat counts in 10 ms ticks, too coarse to say.
 
+THE WORK SPEED (recorded, not part of the rule).  A neighbour can slow the machine without using
+its CPU time: on a KVM guest whose host core's other hardware thread is busy, or whose clock moves,
+/proc/stat shows nothing, yet every instruction takes longer.  A mutex run times its critical-section
+work alone, single-threaded, just before its threads start (result.cs_ns; else its outside work,
+result.parallel_ns), and says how long that work should take by the bench's busy-loop calibration
+(result.work.cs_busy_ns, parallel_busy_ns).  Their ratio is the run's host.work_speed (1 = as fast as
+when the calibration was made), recorded where the work is at least SPEED_MIN_WORK_NS (100 ns: a
+shorter body is mostly loop overhead).  The suite's summary gives its range and how many runs fell
+below SPEED_MIN.  It does not make a run busy: on the 2-vCPU AMD EPYC guest an idle machine ran a
+pinned busy loop at half speed 55-84 % of the time, in phases of 0.2 ms to 2 s, with fast bursts of
+about 1 ms (docs/results/issue11-2core-amd/); the calibration, a best of 21, catches a burst, so a
+rule would have withheld nearly every verdict there, while the interleaved repeats and the rank
+statistics already carry that spread.  What the figure is for: a reader sees that ranges are wide
+because the machine's speed moved, and how much.  The reference is taken before the window, so it
+samples the machine's speed, it does not measure the window's.
+
 Two signals are recorded but are not part of the rule, because the lab's own runs move them:
     load averages       an oversubscribed cell (256 runnable spinning threads) raises them for
                         minutes after it ends, so they would flag the quiet runs that follow it;
@@ -36,6 +52,8 @@ import resource
 
 OTHER_CPU_MAX = 0.10
 MIN_TICKS = 10
+SPEED_MIN = 0.75
+SPEED_MIN_WORK_NS = 100
 
 BUSY_RULE = (f"a run is busy when other processes used more than {OTHER_CPU_MAX:.0%} of the "
              "machine's CPU time while it ran (/proc/stat busy ticks minus the CPU time of "
@@ -85,6 +103,19 @@ def _num(v):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def work_speed(record):
+    """How fast a mutex run's single-threaded reference work ran, against the busy-loop calibration
+    behind it: requested ns / measured ns of the critical section (else of the outside work), or
+    None where the run has no such work of at least SPEED_MIN_WORK_NS."""
+    res = record.get("result") if isinstance(record.get("result"), dict) else {}
+    work = res.get("work") if isinstance(res.get("work"), dict) else {}
+    for want, got in (("cs_busy_ns", "cs_ns"), ("parallel_busy_ns", "parallel_ns")):
+        w, g = _num(work.get(want)), _num(res.get(got))
+        if w is not None and g and w >= SPEED_MIN_WORK_NS:
+            return w / g
+    return None
+
+
 def judge(before, after, record):
     """The run's "host" object from the samples taken around it and its run record."""
     host = {}
@@ -110,6 +141,9 @@ def judge(before, after, record):
     nivcsw, elapsed = _num(res.get("nivcsw")), _num(res.get("elapsed_s"))
     rate = nivcsw / elapsed if nivcsw is not None and elapsed else None
     host["nivcsw_per_s"] = None if rate is None else round(rate, 1)
+    speed = work_speed(record)
+    if speed is not None:
+        host["work_speed"] = round(speed, 3)
     if share is not None and share > OTHER_CPU_MAX:
         host["busy"] = True
         host["busy_why"] = f"other processes used {share:.0%} of the CPU time"

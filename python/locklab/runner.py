@@ -127,8 +127,9 @@ class Plan:
     """What one `locklab bench` will run, validated; schedule() gives the execution order."""
 
     def __init__(self, workload, locks, axes, fixed_args, repeat, baseline=None, shuffle=True,
-                 seed=0):
+                 seed=0, retry_busy=0):
         self.workload = workload
+        self.retry_busy = retry_busy  # measure a busy run again, up to this many times (execute())
         self.locks = list(locks) if locks else [None]
         self.axes = dict(axes)  # name -> [typed values], each with >= 2 values
         self.fixed_args = dict(fixed_args)  # name -> typed value (given once on the command line)
@@ -164,9 +165,12 @@ class Plan:
 
     def describe(self):
         """What makes two plans the same measurement (stored in the partial file's header)."""
-        return {"locks": self.locks, "axes": self.axes, "fixed": self.fixed_args,
-                "repeat": self.repeat, "baseline": self.baseline, "shuffle": self.shuffle,
-                "seed": self.seed}
+        d = {"locks": self.locks, "axes": self.axes, "fixed": self.fixed_args,
+             "repeat": self.repeat, "baseline": self.baseline, "shuffle": self.shuffle,
+             "seed": self.seed}
+        if self.retry_busy:  # absent at 0: partial files written before the option still match
+            d["retry_busy"] = self.retry_busy
+        return d
 
     def driver_args(self, ci, lock):
         args = dict(self.fixed_args)
@@ -232,17 +236,26 @@ def execute(plan, driver, progress=True, console=None, partial=None, done=None):
                 desc = " ".join(f"{k}={v}" for k, v in plan.cells[ci].items())
                 prog.update(task, description=f"{plan.workload.name} {desc} {lock or ''} "
                                               f"#{r + 1}/{plan.repeat}".replace("  ", " "))
-            try:
-                before = hostload.sample()
-                rec = driver.run(plan.workload.name, plan.driver_args(ci, lock),
-                                 env={BUSY_ENV: repr(calib)} if calib else None)
-                after = hostload.sample()
-                if plan.workload.metric not in rec["result"]:
-                    raise DriverError(f"run record of {plan.workload.name} lacks its metric "
-                                      f"'{plan.workload.metric}'")
-            except (DriverError, KeyboardInterrupt) as e:
-                raise RunStopped(out, e) from None
-            rec["host"] = hostload.judge(before, after, rec)
+            # --retry-busy: a run the busy rule flags is measured again, up to plan.retry_busy
+            # times; the last try is kept, and host.retried_why says why each earlier one was not
+            retried = []
+            while True:
+                try:
+                    before = hostload.sample()
+                    rec = driver.run(plan.workload.name, plan.driver_args(ci, lock),
+                                     env={BUSY_ENV: repr(calib)} if calib else None)
+                    after = hostload.sample()
+                    if plan.workload.metric not in rec["result"]:
+                        raise DriverError(f"run record of {plan.workload.name} lacks its metric "
+                                          f"'{plan.workload.metric}'")
+                except (DriverError, KeyboardInterrupt) as e:
+                    raise RunStopped(out, e) from None
+                rec["host"] = hostload.judge(before, after, rec)
+                if rec["host"].get("busy") is not True or len(retried) >= plan.retry_busy:
+                    break
+                retried.append(rec["host"].get("busy_why", "busy"))
+            if retried:
+                rec["host"]["retried_why"] = retried
             if not calib and not user_set:
                 calib = busy_calibration(rec)
             if partial is not None:
@@ -472,7 +485,8 @@ def assemble(plan, runs, command, created=None, status="complete", reason=None):
         "locks": keys,
         "axes": {k: list(v) for k, v in plan.axes.items()},
         "fixed": fixed,
-        "order": {"repeats_outer": True, "shuffle": plan.shuffle, "seed": plan.seed},
+        "order": {"repeats_outer": True, "shuffle": plan.shuffle, "seed": plan.seed,
+                  "retry_busy": plan.retry_busy},
         "busy_rule": hostload.BUSY_RULE,
         "runs": [{**rec, "repeat": r} for r, ci, lock, rec in runs],
         "cells": cells,

@@ -182,7 +182,7 @@ def resolve_locks(exp, wl, algorithms, note):
     return locks
 
 
-def bench_args(exp, locks, quick):
+def bench_args(exp, locks, quick, retry_busy=0):
     """The `locklab bench` arguments (after the workload) for one experiment."""
     params = dict(exp.params)
     repeat = exp.repeat
@@ -200,6 +200,8 @@ def bench_args(exp, locks, quick):
     args += ["--repeat", str(repeat)]
     if exp.baseline and exp.baseline in locks:
         args += ["--baseline", exp.baseline]
+    if retry_busy:
+        args += ["--retry-busy", str(retry_busy)]
     return args
 
 
@@ -633,6 +635,36 @@ def sched_view_md(doc, subject):
         "|---|---|---|---|---|"] + rows + [""]
 
 
+def host_md(doc):
+    """One line on how quiet the machine was: the runs the busy rule flagged, by which of its two
+    parts, and the range of the runs' work_speed (hostload.py), or [] where no run was judged."""
+    from .hostload import SPEED_MIN, work_speed
+    runs = doc.get("runs") or []
+    hosts = [(r.get("host") or {}, r) for r in runs]
+    judged = [h for h, _ in hosts if h.get("busy") is not None]
+    speeds = [s for s in (h.get("work_speed", work_speed(rec)) for h, rec in hosts) if s is not None]
+    if not judged and not speeds:
+        return []
+    busy = [h for h in judged if h["busy"]]
+    by_share = sum(1 for h in busy if str(h.get("busy_why", "")).startswith("other processes"))
+    retried = [len(h.get("retried_why") or []) for h, _ in hosts]
+    slow = sum(1 for s in speeds if s < SPEED_MIN)
+    line = (f"Busy machine (the file's busy_rule): {len(busy)} of {len(judged)} judged runs, "
+            f"{by_share} of them because other processes used the CPU.")
+    if any(retried):
+        line += (f" {sum(1 for k in retried if k)} runs were measured again (--retry-busy), "
+                 f"{sum(retried)} tries thrown away in all; the counts above are of the kept tries.")
+    if speeds:
+        q = sorted(speeds)
+        line += (f" Work speed (host.work_speed, not part of the rule): the runs' reference work "
+                 f"ran at {q[0]:.2f}-{q[-1]:.2f}x the calibrated speed (median {_median(q):.2f}x), "
+                 f"{slow} of {len(q)} runs below {SPEED_MIN:g}x.")
+        if slow:
+            line += (" A machine whose speed moves this much between runs widens every range: "
+                     "ties here are weaker evidence than on a steady machine.")
+    return [line, ""]
+
+
 def summary_md(docs, notes):
     lines = ["# locklab suite: the source documents' experiments", ""]
     if docs:
@@ -648,8 +680,9 @@ def summary_md(docs, notes):
         hib = doc["higher_is_better"]
         lines += [f"## {name}", "", f"`{doc['command']}`", "",
                   f"Metric {doc['metric']} ({'higher' if hib else 'lower'} is better); "
-                  f"{len(doc['runs'])} runs; baseline {doc.get('baseline')}.", "",
-                  "| cell | winner (tied with) | winner median | vs baseline (95% CI, p, verdict) |",
+                  f"{len(doc['runs'])} runs; baseline {doc.get('baseline')}.", ""]
+        lines += host_md(doc)
+        lines += ["| cell | winner (tied with) | winner median | vs baseline (95% CI, p, verdict) |",
                   "|---|---|---:|---|"]
         for cell in doc["cells"]:
             cp = ", ".join(f"{k}={v}" for k, v in cell["params"].items()) or "-"
@@ -698,9 +731,11 @@ def summarize(out_dir, note=print):
     return 0
 
 
-def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print, resume=False):
+def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print, resume=False,
+        retry_busy=0):
     """Runs the selected experiments; returns the exit status.  resume: continue an interrupted
-    suite in out_dir (experiments already complete are kept, an interrupted one is resumed)."""
+    suite in out_dir (experiments already complete are kept, an interrupted one is resumed).
+    retry_busy: every bench's --retry-busy."""
     from .cli import build_plan, bench_parser, run_plan
     from .demo import write_report
     from .results import dump
@@ -723,7 +758,7 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print,
         if wl.lock_param is not None and not locks:
             collect(f"{exp.name}: skipped, none of its locks is available")
             continue
-        args = bench_args(exp, locks, quick)
+        args = bench_args(exp, locks, quick, retry_busy)
         plan = build_plan(wl, algorithms, bench_parser(wl, algorithms).parse_args(args))
         plans.append((exp, args, plan))
     total = sum(p.total_runs * (float(p.fixed_args.get("duration", 0.0)) +
@@ -746,8 +781,9 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print,
                 continue
         doc = run_plan(plan, driver, ["bench", exp.workload] + args + ["--out", path], path,
                        progress=progress, resume=resume and partial,
-                       resume_command=runner.command_line(["suite", "--out", out_dir,
-                                                           "--resume"]))
+                       resume_command=runner.command_line(
+                           ["suite", "--out", out_dir, "--resume"] +
+                           (["--retry-busy", str(retry_busy)] if retry_busy else [])))
         doc["experiment"] = exp.name
         if exp.subject:
             doc["subject"] = exp.subject

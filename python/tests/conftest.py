@@ -80,6 +80,7 @@ def fake_bench(tmp_path, monkeypatch):
     monkeypatch.delenv("FAKE_BENCH_ZERO", raising=False)
     monkeypatch.delenv("FAKE_BENCH_STOP", raising=False)
     monkeypatch.delenv("FAKE_BENCH_BUSY", raising=False)
+    monkeypatch.delenv("FAKE_BENCH_SLOW", raising=False)
     monkeypatch.delenv("LOCKLAB_BUSY_NS_PER_ITER", raising=False)
     monkeypatch.chdir(tmp_path)
     return FakeBench(exe, log)

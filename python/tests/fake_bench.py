@@ -11,6 +11,11 @@ Environment:
                       the process group, as a terminal's Ctrl-C does)
     FAKE_BENCH_STOP_CHILD_ONLY  1: that run exits 130 without signalling the parent (the parent's
                       own SIGINT not handled yet when it sees the child's status: a race of real Ctrl-C)
+    FAKE_BENCH_SLOW   LOCK or LOCK:N: mutex runs report 1000 ns of critical-section work by the
+                      calibration (result.work.cs_busy_ns) and a reference that took 2000 ns
+                      (result.cs_ns) for LOCK - a machine running at half speed - and 1000 ns for
+                      every other lock; with :N, only N runs of LOCK in every N + 1 are slow (the
+                      k-th run of LOCK is quiet when k is a multiple of N + 1)
     FAKE_BENCH_BUSY   file: mutex runs report result.work.busy_ns_per_iter - LOCKLAB_BUSY_NS_PER_ITER
                       when that is set, else a value that differs from run to run (as a real
                       per-process calibration may) - and append what they got in
@@ -97,6 +102,15 @@ def count_runs():
         return sum(1 for ln in f if not ln.startswith(('["describe"', '["list"')))
 
 
+def count_lock_runs(lock):
+    """Measurement runs of LOCK logged so far (this one included)."""
+    path = os.environ.get("FAKE_BENCH_LOG")
+    if not path or not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum(1 for ln in f if json.dumps(lock) in ln and not ln.startswith('["describe"'))
+
+
 def bad(arg, what, got):
     sys.stderr.write(f"locklab-bench: --{arg}: expected {what}, got '{got}'\n")
     sys.exit(2)
@@ -156,6 +170,14 @@ def main():
                   "cpu_ns_per_op": 1e9 / v * 2 if v else None, "fairness_jain": 0.9,
                   "nvcsw": 10, "nivcsw": 3, "uncontended_pair_ns": 12.0 * jitter,
                   "latency": {"p99_ns": 100 * jitter}, "serial_fraction": 0.5}
+        slow = os.environ.get("FAKE_BENCH_SLOW")
+        if slow:
+            lock, _, every = slow.partition(":")
+            is_slow = typed["lock"] == lock
+            if is_slow and every:
+                is_slow = count_lock_runs(lock) % (int(every) + 1) != 0
+            result["work"] = {"cs_busy_ns": 1000.0, "parallel_busy_ns": 0.0}
+            result["cs_ns"] = 2000.0 if is_slow else 1000.0
         busy_log = os.environ.get("FAKE_BENCH_BUSY")
         if busy_log:
             given = os.environ.get("LOCKLAB_BUSY_NS_PER_ITER")

@@ -310,3 +310,75 @@ def test_resume_keeps_the_first_runs_busy_calibration(fake_bench, run_cli, monke
     assert len({r["result"]["work"]["busy_ns_per_iter"] for r in runs}) == 1
     given = busy.read_text().splitlines()
     assert given[0] == "-" and set(given[1:]) == {repr(runs[0]["result"]["work"]["busy_ns_per_iter"])}
+
+
+def test_work_speed_is_recorded_and_decides_nothing(fake_bench, run_cli, monkeypatch, tmp_path):
+    """A run whose reference work took twice what the calibration says (a neighbour on the host's
+    core: /proc/stat shows nothing) records work_speed 0.5; the busy rule stays the CPU share."""
+    monkeypatch.setenv("FAKE_BENCH_SLOW", "futex3")
+    argv, rc, out, err = bench(run_cli)
+    assert rc == 0, err
+    doc = results.load(tmp_path / "r.json")
+    for r in doc["runs"]:
+        h = r["host"]
+        assert h["work_speed"] == (0.5 if r["lock"] == "futex3" else 1.0)
+        assert h["busy"] is not True or h["busy_why"].startswith("other processes used")
+
+
+def _slow_is_busy(monkeypatch):
+    """The busy rule, for these tests only: a run below SPEED_MIN work speed is busy too."""
+    from locklab import hostload
+    judge = hostload.judge
+
+    def fake_judge(before, after, rec):
+        h = judge(before, after, rec)
+        if h.get("work_speed", 1.0) < hostload.SPEED_MIN:
+            h["busy"], h["busy_why"] = True, f"slow: {h['work_speed']}"
+        return h
+    monkeypatch.setattr(hostload, "judge", fake_judge)
+
+
+def test_retry_busy_measures_a_busy_run_again(fake_bench, run_cli, monkeypatch, tmp_path):
+    """--retry-busy 2: a run of futex3 that was busy (two tries in three here) is measured again
+    until a try is quiet, and the kept record says why the earlier ones were not kept; other locks
+    run once."""
+    _slow_is_busy(monkeypatch)
+    monkeypatch.setenv("FAKE_BENCH_SLOW", "futex3:2")
+    argv, rc, out, err = bench(run_cli, "--retry-busy", "2")
+    assert rc == 0, err
+    doc = results.load(tmp_path / "r.json")
+    assert doc["order"]["retry_busy"] == 2 and len(doc["runs"]) == 24
+    fut = [r for r in doc["runs"] if r["lock"] == "futex3"]
+    assert len(fut) == 8
+    for r in fut:
+        assert r["host"]["work_speed"] == 1.0
+        assert r["host"]["retried_why"] == ["slow: 0.5", "slow: 0.5"]
+    assert all("retried_why" not in r["host"] for r in doc["runs"] if r["lock"] != "futex3")
+    assert len(fake_bench.runs()) == 24 + 8 * 2
+
+
+def test_retry_busy_keeps_the_last_try_when_all_are_busy(fake_bench, run_cli, monkeypatch, tmp_path):
+    _slow_is_busy(monkeypatch)
+    monkeypatch.setenv("FAKE_BENCH_SLOW", "futex3")
+    argv, rc, out, err = bench(run_cli, "--retry-busy", "1")
+    assert rc == 0, err
+    doc = results.load(tmp_path / "r.json")
+    for r in doc["runs"]:
+        if r["lock"] == "futex3":
+            assert r["host"]["busy"] is True and r["host"]["retried_why"] == ["slow: 0.5"]
+    assert len(fake_bench.runs()) == 24 + 8
+    # without the option nothing is measured twice, and the file says 0
+    argv, rc, out, err = bench(run_cli, out="r0.json")
+    assert rc == 0, err
+    doc = results.load(tmp_path / "r0.json")
+    assert doc["order"]["retry_busy"] == 0
+    assert all("retried_why" not in r["host"] for r in doc["runs"])
+    assert len(fake_bench.runs()) == 24 + 8 + 24
+
+
+@pytest.mark.parametrize("bad", ["-1", "11", "x", "1.5"])
+def test_retry_busy_bad_values(fake_bench, run_cli, bad):
+    rc, out, err = run_cli("bench", "mutex", "--retry-busy", bad, "--out", "r.json")
+    assert rc == 2 and f"--retry-busy: expected an integer in [0, 10], got '{bad}'" in err
+    rc, out, err = run_cli("suite", "--retry-busy", bad, "--out", "s")
+    assert rc == 2 and f"--retry-busy: expected an integer in [0, 10], got '{bad}'" in err
