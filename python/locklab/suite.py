@@ -377,6 +377,25 @@ def start_share(by_lock, locks):
     return _median(shares) if shares else None
 
 
+LATENCY = ("p99_ns", "p999_ns")
+
+
+def _fairness(by_lock, other, subject):
+    """The losses table's fairness column: "Jain (min share) of other / of subject" from the
+    medians, and whether `other` is less fair than `subject` by the verdict rule on Jain (marked
+    with `*`)."""
+    def part(lock):
+        j = _median(st.metric_values(by_lock.get(lock, []), "fairness_jain"))
+        ms = _median(st.metric_values(by_lock.get(lock, []), "min_share"))
+        if j is None:
+            return "-"
+        return f"{j:.2f}" + (f" ({ms:.2f})" if ms is not None else "")
+    a = st.metric_values(by_lock.get(other, []), "fairness_jain")
+    b = st.metric_values(by_lock.get(subject, []), "fairness_jain")
+    less = bool(a and b and st.compare_samples(a, b, True)["verdict"] == "slower")
+    return f"{part(other)} / {part(subject)}" + (" *" if less else ""), less
+
+
 def standing_md(doc, subject):
     """The subject's standing per cell on every JUDGED metric, and the list of the cells where it is
     neither first nor tied (empty when the subject is not in the file)."""
@@ -386,6 +405,7 @@ def standing_md(doc, subject):
     losses, table = {True: [], False: []}, []
     started = {}  # mutex-batch: losses whose threads started START_SHARE of the time apart
     pairs = 0
+    latency_rows = unfair_ahead = 0  # latency losses, and those behind a lock less fair there
     for cell in doc["cells"]:
         by_lock = cell_results(doc, cell)
         row = []
@@ -400,11 +420,15 @@ def standing_md(doc, subject):
                     if doc.get("workload") == "mutex-batch" else None
                 if share is not None and share >= START_SHARE:
                     started.setdefault(_cell_label(cell["params"]), {})[sd["other"]] = share
+                fair, less_fair = _fairness(by_lock, sd["other"], subject)
+                if m in LATENCY:
+                    latency_rows += 1
+                    unfair_ahead += less_fair
                 losses[m in TARGETED].append(
                               f"| {_cell_label(cell['params'])} | {LABEL.get(m, m)} | {sd['other']} | "
                               f"{fmt_num(sd['subject_median'])} | {fmt_num(sd['other_median'])} | "
                               f"{_ratio(sd['ratio'])} {_ci(sd['ratio_ci95'])} | "
-                              f"{sd['p']:.3g} |")
+                              f"{sd['p']:.3g} | {fair} |")
         table.append(f"| {_cell_label(cell['params'])} | " + " | ".join(row) + " |")
     dirs = ", ".join(f"{LABEL.get(m, m)} {'higher' if st.higher_is_better(m) else 'lower'}"
                      for m in metrics)
@@ -418,8 +442,16 @@ def standing_md(doc, subject):
     nloss = len(losses[True]) + len(losses[False])
     if nloss:
         head = [f"| cell | metric | ahead of it | {subject} median | its median | "
-                f"{subject} / it (95% CI) | p |", "|---|---|---|---:|---:|---|---:|"]
+                f"{subject} / it (95% CI) | p | Jain (min share): it / {subject} |",
+                "|---|---|---|---:|---:|---|---:|---|"]
         lines += [f"{nloss} of {pairs} (cell, metric) pairs.", ""]
+        if unfair_ahead:
+            lines += [f"In {unfair_ahead} of the {latency_rows} latency rows the lock ahead is less "
+                      f"fair than {subject} in that cell (its Jain index lower by the verdict rule; "
+                      "`*` in the last column). Latency is sampled per acquisition, so a thread that "
+                      "waits through the whole window adds no sample: part of such a lead is "
+                      "threads the lock kept waiting. The minimum share is the fewest operations "
+                      "one thread did, over the mean per thread (0: a thread did none).", ""]
         for targeted, what in ((True, "On the issue's targets (throughput or time to finish, p99 "
                                       "latency)"),
                                (False, "Reported beside them")):

@@ -74,16 +74,21 @@ def test_losses_name_every_cell_where_the_subject_is_neither_first_nor_tied():
     assert "3 of 8 (cell, metric) pairs." in text
     # split into the issue's targets (throughput, p99) and what is reported beside them (Jain)
     targets, beside = text.split("On the issue's targets")[1].split("Reported beside them")
-    assert targets.count("| threads=") == 2 and "Jain" not in targets
+    assert targets.count("| threads=") == 2 and "| Jain fairness |" not in targets
     assert beside.startswith(": 1:") and beside.count("| threads=32 | Jain fairness |") == 1
     loss_rows = [ln for ln in text.splitlines()
-                 if ln.startswith("| threads=") and "x [" in ln and ln.count("|") == 8]
+                 if ln.startswith("| threads=") and "x [" in ln and ln.count("|") == 9]
     got = {(ln.split(" | ")[0][2:], ln.split(" | ")[1], ln.split(" | ")[2]) for ln in loss_rows}
     assert got == {("threads=2", "p99 latency", "glibc_normal"),
                    ("threads=32", "throughput", "rust_parking_lot"),
                    ("threads=32", "Jain fairness", "rust_parking_lot")}
     thr = next(ln for ln in loss_rows if "throughput" in ln)
     assert "0.63x [" in thr  # 52 / 82
+    # the fairness column: parking_lot's Jain 0.90 against lk_mutex's 0.50, no min share reported
+    assert thr.endswith("| 0.90 / 0.50 |")
+    # glibc's p99 lead at 2 threads is not bought with fairness (Jain 0.90 both): no mark, no note
+    p99 = next(ln for ln in loss_rows if "p99 latency" in ln)
+    assert p99.endswith("| 0.90 / 0.90 |") and "latency rows the lock ahead is less fair" not in text
     # the per-cell table carries every metric for every cell
     assert "| cell | throughput | p99 latency | p99.9 latency | Jain fairness |" in text
     assert "| threads=2 | first (1.01x rust_parking_lot) | **behind glibc_normal: 1.66x**" in text
@@ -266,3 +271,22 @@ def test_sched_view_where_behind_on_throughput():
         if r["lock"] == "lk_mutex":
             r["result"]["ops_per_sec"] += 1000
     assert "behind on throughput in no cell" in "\n".join(suite.sched_view_md(doc, "lk_mutex"))
+
+
+def test_a_latency_lead_of_a_less_fair_lock_is_marked():
+    """glibc's p99 lead at 2 threads comes with a Jain index of 0.5 and a thread that did nothing:
+    the row is marked and a sentence counts such rows."""
+    doc = mutex_doc()
+    for r in doc["runs"]:
+        if r["params"]["threads"] == 2 and r["lock"] == "glibc_normal":
+            r["result"]["fairness_jain"] = 0.5 + r["repeat"] / 1000
+            r["result"]["min_share"] = 0.0
+        elif r["params"]["threads"] == 2 and r["lock"] == "lk_mutex":
+            r["result"]["min_share"] = 0.8
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=2 | p99 latency |"))
+    assert p99.endswith("| 0.50 (0.00) / 0.90 (0.80) * |")
+    assert "In 1 of the 1 latency rows the lock ahead is less fair than lk_mutex" in text
+    # a Jain loss is not a latency row, and the throughput row's lock ahead is fairer: no mark
+    thr = next(ln for ln in text.splitlines() if ln.startswith("| threads=32 | throughput |"))
+    assert not thr.endswith("* |")
