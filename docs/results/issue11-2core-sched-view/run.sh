@@ -12,10 +12,13 @@
 # threads (the other column lk_mutex trailed in two suites): view-100ns.jsonl and .txt, as long;
 # variants: the 2 µs / 1x column at 4, 8, 16, 256 threads on lab variants of lk_mutex (it builds
 # build-ab, -DLAB_MUTEX_VARIANTS): view-variants.jsonl and .txt, about 1 minute. Default: 2us 100ns.
+# OUT_DIR=DIR writes the files there instead (another machine's record: ../issue11-2core-amd/).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 drv=${DRIVER:-$repo/build/locklab-bench}
+out_dir=${OUT_DIR:-$here}
+[ -d "$out_dir" ] || { echo "run.sh: OUT_DIR '$out_dir' is not a directory" >&2; exit 2; }
 export LOCKLAB_BUSY_NS_PER_ITER=${LOCKLAB_BUSY_NS_PER_ITER:-0.3236}
 
 locks="lk_mutex rust_parking_lot glibc_normal"
@@ -24,16 +27,16 @@ locks="lk_mutex rust_parking_lot glibc_normal"
 column() {
 	local out=$1 cs=$2 ratio=$3 r t lock
 	shift 3
-	: > "$here/$out.jsonl"
+	: > "$out_dir/$out.jsonl"
 	for r in 1 2 3; do
 		for t in "$@"; do
 			for lock in $locks; do
 				"$drv" mutex --lock $lock --threads $t --cs-ns $cs --parallel-ratio $ratio \
-					--duration 1 --warmup 0.1 >> "$here/$out.jsonl"
+					--duration 1 --warmup 0.1 >> "$out_dir/$out.jsonl"
 			done
 		done
 	done
-	python3 - "$here/$out.jsonl" <<'PY' | tee "$here/$out.txt"
+	python3 - "$out_dir/$out.jsonl" <<'PY' | tee "$out_dir/$out.txt"
 import json, statistics, sys
 from collections import defaultdict
 cells = defaultdict(list)
