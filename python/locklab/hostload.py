@@ -116,6 +116,38 @@ def work_speed(record):
     return None
 
 
+def speed_summary(runs):
+    """The work speeds of a results file's runs (stored host.work_speed, else computed from the
+    record, for files written before it was recorded): {"min", "max", "median", "slow", "n"}, slow
+    counting the runs below SPEED_MIN; None when no run has one."""
+    speeds = []
+    for r in runs:
+        h = r.get("host") if isinstance(r.get("host"), dict) else {}
+        v = _num(h.get("work_speed"))
+        v = v if v is not None else work_speed(r)
+        if v is not None:
+            speeds.append(v)
+    if not speeds:
+        return None
+    q = sorted(speeds)
+    n = len(q)
+    med = q[n // 2] if n % 2 else (q[n // 2 - 1] + q[n // 2]) / 2
+    return {"min": q[0], "max": q[-1], "median": med, "slow": sum(1 for v in q if v < SPEED_MIN),
+            "n": n}
+
+
+def speed_sentence(runs):
+    """One sentence on the runs' work speed, or None where it was steady (no run below SPEED_MIN
+    and none above 1 / SPEED_MIN) or not measured."""
+    sp = speed_summary(runs)
+    if sp is None or (sp["slow"] == 0 and sp["max"] <= 1 / SPEED_MIN):
+        return None
+    return (f"work speed: the runs' reference work ran at {sp['min']:.2f}-{sp['max']:.2f}x the "
+            f"busy-loop calibration's speed (median {sp['median']:.2f}x), {sp['slow']} of {sp['n']} "
+            f"runs below {SPEED_MIN:g}x: this machine's speed moved during the bench, which widens "
+            "every range (host.work_speed)")
+
+
 def judge(before, after, record):
     """The run's "host" object from the samples taken around it and its run record."""
     host = {}

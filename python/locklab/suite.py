@@ -670,28 +670,26 @@ def sched_view_md(doc, subject):
 def host_md(doc):
     """One line on how quiet the machine was: the runs the busy rule flagged, by which of its two
     parts, and the range of the runs' work_speed (hostload.py), or [] where no run was judged."""
-    from .hostload import SPEED_MIN, work_speed
+    from .hostload import SPEED_MIN, speed_summary
     runs = doc.get("runs") or []
     hosts = [(r.get("host") or {}, r) for r in runs]
     judged = [h for h, _ in hosts if h.get("busy") is not None]
-    speeds = [s for s in (h.get("work_speed", work_speed(rec)) for h, rec in hosts) if s is not None]
-    if not judged and not speeds:
+    sp = speed_summary(runs)
+    if not judged and sp is None:
         return []
     busy = [h for h in judged if h["busy"]]
     by_share = sum(1 for h in busy if str(h.get("busy_why", "")).startswith("other processes"))
     retried = [len(h.get("retried_why") or []) for h, _ in hosts]
-    slow = sum(1 for s in speeds if s < SPEED_MIN)
     line = (f"Busy machine (the file's busy_rule): {len(busy)} of {len(judged)} judged runs, "
             f"{by_share} of them because other processes used the CPU.")
     if any(retried):
         line += (f" {sum(1 for k in retried if k)} runs were measured again (--retry-busy), "
                  f"{sum(retried)} tries thrown away in all; the counts above are of the kept tries.")
-    if speeds:
-        q = sorted(speeds)
+    if sp is not None:
         line += (f" Work speed (host.work_speed, not part of the rule): the runs' reference work "
-                 f"ran at {q[0]:.2f}-{q[-1]:.2f}x the calibrated speed (median {_median(q):.2f}x), "
-                 f"{slow} of {len(q)} runs below {SPEED_MIN:g}x.")
-        if slow:
+                 f"ran at {sp['min']:.2f}-{sp['max']:.2f}x the calibrated speed (median "
+                 f"{sp['median']:.2f}x), {sp['slow']} of {sp['n']} runs below {SPEED_MIN:g}x.")
+        if sp["slow"]:
             line += (" A machine whose speed moves this much between runs widens every range: "
                      "ties here are weaker evidence than on a steady machine.")
     return [line, ""]

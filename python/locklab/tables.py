@@ -361,7 +361,7 @@ def _say(con, text, indent=""):
 def print_cells(doc, con=None, focus=None, claims=True):
     """Every cell's table (in the widest layout the console fits), what the marks mean, then the
     headline: the focus lock against every other lock, and the file's own claims (demo)."""
-    from . import headline
+    from . import headline, hostload
     con = con or console()
     fixed = doc.get("fixed") or {}
     if doc.get("status") == "interrupted":
@@ -390,6 +390,9 @@ def print_cells(doc, con=None, focus=None, claims=True):
     if any(c["stats"] for c in doc["cells"]):
         for line in marks_legend(doc):
             _say(con, line)
+    speed = hostload.speed_sentence(doc.get("runs") or [])
+    if speed:
+        _say(con, speed)
     if len(headline.locks_of(doc)) > 1:
         con.print()
         for line in headline.summary_lines(doc, focus):

@@ -68,3 +68,18 @@ def test_the_suite_summary_line():
     assert suite.host_md({"runs": [{"host": {}}]}) == []
     quiet = suite.host_md({"runs": [{"host": {"busy": False, "work_speed": 1.0}}]})[0]
     assert "0 of 1 runs below" in quiet and "weaker" not in quiet
+
+
+def test_speed_sentence_only_when_the_speed_moved():
+    steady = [{"host": {"work_speed": v}} for v in (0.95, 1.0, 1.2)]
+    assert hostload.speed_sentence(steady) is None
+    assert hostload.speed_sentence([{"host": {}}]) is None
+    # one slow run, or one far faster than the calibration (a calibration made in a slow moment)
+    slow = steady + [{"host": {"work_speed": 0.5}}]
+    text = hostload.speed_sentence(slow)
+    assert text.startswith("work speed: the runs' reference work ran at 0.50-1.20x")
+    assert "(median 0.97x), 1 of 4 runs below 0.75x" in text
+    fast = [{"host": {"work_speed": v}} for v in (1.0, 1.5)]
+    assert "1.00-1.50x" in hostload.speed_sentence(fast)
+    # older files: computed from the record
+    assert hostload.speed_summary([{"host": {}, **rec(1000, 2000)}])["min"] == 0.5
