@@ -30,7 +30,8 @@ work alone, single-threaded, just before its threads start (result.cs_ns; else i
 result.parallel_ns), and says how long that work should take by the bench's busy-loop calibration
 (result.work.cs_busy_ns, parallel_busy_ns).  Their ratio is the run's host.work_speed (1 = as fast as
 when the calibration was made), recorded where the work is at least SPEED_MIN_WORK_NS (100 ns: a
-shorter body is mostly loop overhead).  The suite's summary gives its range and how many runs fell
+shorter body is mostly loop overhead).  `locklab bench` prints its range when it moved
+(speed_sentence()), and the suite's summary gives it per experiment, with how many runs fell
 below SPEED_MIN.  It does not make a run busy: on the 2-vCPU AMD EPYC guest an idle machine ran a
 pinned busy loop at half speed 55-84 % of the time, in phases of 0.2 ms to 2 s, with fast bursts of
 about 1 ms (docs/results/issue11-2core-amd/); the calibration, a best of 21, catches a burst, so a
