@@ -180,8 +180,8 @@ def bench_parser(wl, algorithms):
                    "runs are in OUT.partial (same options; only the missing runs are measured)")
     p.add_argument("--retry-busy", default="0", metavar="N",
                    help="measure a run again, up to N times, while the busy rule (hostload.py: "
-                   "other processes' CPU time, or a machine slowed below 0.75x its calibrated "
-                   "speed) flags it; the last try is kept (default 0)")
+                   "other processes used more than 10%% of the CPU time) flags it; the last try "
+                   "is kept (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 

@@ -33,7 +33,7 @@ when the calibration was made), recorded where the work is at least SPEED_MIN_WO
 shorter body is mostly loop overhead).  `locklab bench` prints its range when it moved
 (speed_sentence()), and the suite's summary gives it per experiment, with how many runs fell
 below SPEED_MIN.  It does not make a run busy: on the 2-vCPU AMD EPYC guest an idle machine ran a
-pinned busy loop at half speed 55-84 % of the time, in phases of 0.2 ms to 2 s, with fast bursts of
+pinned busy loop at half speed 47-84 % of the time (two runs), in phases of 0.2 ms to 2 s, with fast bursts of
 about 1 ms (docs/results/issue11-2core-amd/); the calibration, a best of 21, catches a burst, so a
 rule would have withheld nearly every verdict there, while the interleaved repeats and the rank
 statistics already carry that spread.  What the figure is for: a reader sees that ranges are wide

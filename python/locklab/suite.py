@@ -668,8 +668,9 @@ def sched_view_md(doc, subject):
 
 
 def host_md(doc):
-    """One line on how quiet the machine was: the runs the busy rule flagged, by which of its two
-    parts, and the range of the runs' work_speed (hostload.py), or [] where no run was judged."""
+    """One line on how quiet the machine was: the runs the busy rule flagged, those measured again
+    (--retry-busy), and the range of the runs' work_speed (hostload.py); [] where there is none of
+    it."""
     from .hostload import SPEED_MIN, speed_summary
     runs = doc.get("runs") or []
     hosts = [(r.get("host") or {}, r) for r in runs]
@@ -677,11 +678,9 @@ def host_md(doc):
     sp = speed_summary(runs)
     if not judged and sp is None:
         return []
-    busy = [h for h in judged if h["busy"]]
-    by_share = sum(1 for h in busy if str(h.get("busy_why", "")).startswith("other processes"))
+    busy = sum(1 for h in judged if h["busy"])
     retried = [len(h.get("retried_why") or []) for h, _ in hosts]
-    line = (f"Busy machine (the file's busy_rule): {len(busy)} of {len(judged)} judged runs, "
-            f"{by_share} of them because other processes used the CPU.")
+    line = f"Busy machine (the file's busy_rule): {busy} of {len(judged)} judged runs."
     if any(retried):
         line += (f" {sum(1 for k in retried if k)} runs were measured again (--retry-busy), "
                  f"{sum(retried)} tries thrown away in all; the counts above are of the kept tries.")
@@ -689,7 +688,7 @@ def host_md(doc):
         line += (f" Work speed (host.work_speed, not part of the rule): the runs' reference work "
                  f"ran at {sp['min']:.2f}-{sp['max']:.2f}x the calibrated speed (median "
                  f"{sp['median']:.2f}x), {sp['slow']} of {sp['n']} runs below {SPEED_MIN:g}x.")
-        if sp["slow"]:
+        if sp["slow"] or sp["max"] > 1 / SPEED_MIN:
             line += (" A machine whose speed moves this much between runs widens every range: "
                      "ties here are weaker evidence than on a steady machine.")
     return [line, ""]
