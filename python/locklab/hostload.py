@@ -50,6 +50,7 @@ Two signals are recorded but are not part of the rule, because the lab's own run
 
 import os
 import resource
+import statistics
 
 OTHER_CPU_MAX = 0.10
 MIN_TICKS = 10
@@ -130,11 +131,8 @@ def speed_summary(runs):
             speeds.append(v)
     if not speeds:
         return None
-    q = sorted(speeds)
-    n = len(q)
-    med = q[n // 2] if n % 2 else (q[n // 2 - 1] + q[n // 2]) / 2
-    return {"min": q[0], "max": q[-1], "median": med, "slow": sum(1 for v in q if v < SPEED_MIN),
-            "n": n}
+    return {"min": min(speeds), "max": max(speeds), "median": statistics.median(speeds),
+            "slow": sum(1 for v in speeds if v < SPEED_MIN), "n": len(speeds)}
 
 
 def speed_sentence(runs):
