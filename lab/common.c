@@ -403,6 +403,13 @@ bool lab_measuring(const struct lab_ctx *c)
 	return atomic_load_explicit(&c->h->phase, memory_order_relaxed) == PH_MEASURING;
 }
 
+bool lab_window_reached(const struct lab_ctx *c)
+{
+	/* relaxed: as lab_measuring; the phase only moves forward, so a late view only drops one sample
+	 * that straddled the window's opening */
+	return atomic_load_explicit(&c->h->phase, memory_order_relaxed) >= PH_MEASURING;
+}
+
 uint64_t lab_rand(struct lab_ctx *c)
 {
 	/* xorshift64*: per-thread, no shared state */

@@ -217,7 +217,8 @@ void *lab_alloc_aligned(size_t size);		/* zeroed, LAB_CACHELINE aligned; abort o
  *
  *	while (!lab_stopping(ctx)) { ...one operation...; lab_op_done(ctx); }
  *
- * and may record latency samples with lab_lat_sample(ctx, ns) while lab_measuring(ctx).
+ * and may record latency samples with lab_lat_sample(ctx, ns) while lab_measuring(ctx), or for an
+ * operation that began before the window and ended once lab_window_reached(ctx).
  */
 struct lab_harness;
 
@@ -291,6 +292,9 @@ int lab_batch_run(unsigned nthreads, double timeout_s, void (*fn)(struct lab_ctx
 
 bool lab_stopping(const struct lab_ctx *c);
 bool lab_measuring(const struct lab_ctx *c);
+/* true once the window has opened, during it and after it closed (a wait that began before the
+ * window and ends after this turns true overlapped it) */
+bool lab_window_reached(const struct lab_ctx *c);
 static inline void lab_op_done(struct lab_ctx *c)
 {
 	/* relaxed: a statistics counter with a single writer; the harness reads it racily by design */

@@ -6,6 +6,7 @@
  * T threads loop (thread i on group i mod --groups, each group a lock L with its own counter and lines):
  *
  *	lock(L)                        sampled: every lat-every'th acquisition is timed with lab_now_ns
+ *	                               (a sample when its wait overlaps the window: see mutex_op)
  *	  v = counter                  a plain (non-atomic) counter that only the lock protects
  *	  `load` x lk_cpu_relax()      the critical section's own work, in pauses ...
  *	  lab_busy(cs_iters)           ... and/or in nanoseconds (--cs-ns, calibrated busy loop)
@@ -149,18 +150,29 @@ static inline struct mutex_group *group_of(const struct lab_ctx *c, const struct
 	return &s->groups[(uint64_t)c->id % s->ngroups];
 }
 
-/* One operation on g: lock (every lat_every'th acquisition timed while measuring), critical section,
- * unlock, outside work. *n counts acquisitions since the last timed one. */
+/*
+ * One operation on g: lock (every lat_every'th acquisition timed), critical section, unlock, outside
+ * work. *n counts acquisitions since the last timed one.
+ *
+ * A timed acquisition is a sample when its wait overlaps the window: it began inside the window, or
+ * it began before the window and ended after the window opened (lab_window_reached). The second half
+ * matters for a lock that starves threads: a thread that waits from before the window to its end does
+ * no operation inside it, and its wait, the longest of the run, would otherwise not be counted at all.
+ * A wait that ends after the window closed is counted whole, as the first half always did.
+ */
 static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, struct mutex_group *g, uint64_t *n)
 {
 	const struct lab_lock_ops *ops = s->ops;
 	void *lock = g->lock;
 
-	if (++*n == s->lat_every && lab_measuring(c)) {
+	if (++*n == s->lat_every) {
+		bool inside = lab_measuring(c);
 		uint64_t t0 = lab_now_ns();
 
 		ops->lock(lock);
-		lab_lat_sample(c, lab_now_ns() - t0);
+		uint64_t t1 = lab_now_ns();
+		if (inside || lab_window_reached(c))
+			lab_lat_sample(c, t1 - t0);
 	} else {
 		ops->lock(lock);
 	}

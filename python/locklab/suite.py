@@ -449,8 +449,8 @@ def standing_md(doc, subject):
             lines += [f"In {unfair_ahead} of the {latency_rows} latency rows the lock ahead is less "
                       f"fair than {subject} in that cell (its Jain index lower by the verdict rule; "
                       "`*` in the last column). Latency is sampled per acquisition, so a thread that "
-                      "waits through the whole window adds no sample: part of such a lead is "
-                      "threads the lock kept waiting. The minimum share is the fewest operations "
+                      "waits through the whole window adds at most one sample, however long it "
+                      "waited: part of such a lead is threads the lock kept waiting. The minimum share is the fewest operations "
                       "one thread did, over the mean per thread (0: a thread did none).", ""]
         for targeted, what in ((True, "On the issue's targets (throughput or time to finish, p99 "
                                       "latency)"),

@@ -126,6 +126,25 @@ def test_batch_counts_exactly_t_times_n(lock):
     assert r["latency"]["samples"] > 0
 
 
+@pytest.mark.parametrize("lock", ["lk_mutex", "glibc_normal"])
+def test_waits_that_straddle_the_window_opening_are_latency_samples(lock):
+    # 16 threads, 10 ms critical sections, nothing outside, every acquisition timed, a 10 ms
+    # window. When the window opens one thread holds the lock and the other 15 wait, each since
+    # before the window. At most a few critical sections end inside the window, so only a few
+    # waits can begin there: the rule that counted only those gave 0-2 samples here. Each of the
+    # 15 waits overlaps the window and is a sample, however long it lasted; a lock that starves a
+    # thread through the whole window is charged for it.
+    t = 16
+    r = run_ok("mutex", "--lock", lock, "--threads", str(t), "--cs-ns", "10000000", "--lat-every",
+               "1", "--warmup", "0.05", "--duration", "0.01")
+    assert r["exclusion_ok"] is True
+    lat = r["latency"]
+    assert lat["samples"] >= t - 1, lat
+    # the waits that began before the window lasted at least until it opened: at least one critical
+    # section, 10 ms of calibrated work, for the last of the 15 to be served (the first can be short)
+    assert lat["max_ns"] >= 10_000_000 * (t - 2) / 2, lat
+
+
 @pytest.mark.parametrize("lock", ["lk_mutex", "futex3"])
 def test_groups_split_the_threads_over_their_own_locks(lock):
     # 5 threads on 3 locks: threads 0 and 3 on the first, 1 and 4 on the second, 2 alone on the
