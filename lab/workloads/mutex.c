@@ -56,6 +56,11 @@
  * read slightly above 1 (seen: 1.1-1.2 at load 1). Acquisition latency samples include two clock reads; latency_floor_ns is what
  * an empty timed region reads, the floor under every sample.
  *
+ * The machine's speed inside the window (window_work_speed): on the operations whose acquisition is
+ * timed, the busy loop of the critical section (1 us or more) and of the outside work (100 ns or
+ * more) is timed too, against its due by the calibration (struct mutex_speed). A KVM guest whose
+ * host slows it shows nothing in /proc/stat; this shows it, run by run.
+ *
  * Mutual exclusion is verified on every run: the counter's read and write are split by the whole
  * critical section, so two threads inside at once lose an update. At the end each group's counter
  * must equal the sum of its threads' operations (counted by each thread in ctx->user[0], warm-up
@@ -68,7 +73,7 @@
  *
  * Data layout (struct mutex_shared, one cache-line aligned block):
  *
- *	lines 0-1  read-only configuration while the threads run (ops, groups, work, lines, lat-every, ...)
+ *	lines 0-2  read-only configuration while the threads run (ops, groups, work, lines, lat-every, ...)
  *	separate   the --groups groups (struct mutex_group, two cache lines each: the first read-only
  *	           while the threads run, pointers to the group's lock state block and K-line array; the
  *	           second its counter, written in every critical section, so it travels with the lock),
@@ -79,6 +84,7 @@
  * before the harness starts; pthread_create orders those accesses before the workers').
  */
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +110,7 @@ struct mutex_group {
 } __attribute__((aligned(LAB_CACHELINE)));
 
 struct mutex_shared {
-	/* lines 0-1: read-only while the threads run */
+	/* lines 0-2: read-only while the threads run */
 	const struct lab_lock_ops *ops;
 	struct mutex_group *groups;	/* ngroups of them (--groups) */
 	uint64_t ngroups;
@@ -115,20 +121,68 @@ struct mutex_shared {
 	uint64_t par_iters;		/* busy-loop turns outside */
 	uint64_t nlines;
 	uint64_t lat_every;
+	uint64_t cs_probe_ns;		/* the critical section's busy work in ns when timed in the window, else 0 */
+	uint64_t par_probe_ns;		/* the same for the outside work */
+	uint64_t probe_floor_ns;	/* latency_floor_ns, rounded: what the clock reads add to a timed loop */
+	struct mutex_speed *speed;	/* nthreads of them: the work timed in the window */
 	uint64_t batch_ops;		/* mutex-batch: operations per thread */
 	uint64_t *stats;		/* nthreads x LOCKSTAT_NR, or NULL when the lock does not count */
 	unsigned usable_cpus;		/* --cpus: the CPUs the run may use (0: unknown) */
 	void *cpus_restore;		/* --cpus: the affinity to put back (lab_restore_cpus) */
 } __attribute__((aligned(LAB_CACHELINE)));
 
-/* The critical section's body. Plain accesses: the caller holds g's lock (or runs alone). */
-static inline void mutex_cs(const struct mutex_shared *s, struct mutex_group *g)
+/*
+ * The work timed inside the window, per thread (owner-written, read after join): on the operations
+ * whose acquisition is timed, the busy loop of the critical section (when it is >= PROBE_CS_NS) and
+ * of the outside work (>= PROBE_PAR_NS) is timed too. Each loop's time (less what an empty timed
+ * region reads, latency_floor_ns) over its due by the calibration goes into a histogram of 1/16
+ * octave buckets from 1/4x to 4x (the ends take what lies beyond). The run's window_work_speed is
+ * 1 / the median of those ratios: a loop that was preempted, or shared its CPU for a moment with a
+ * woken thread, reads far slow, but unless that happened to half of them it does not move the
+ * median; a host that runs the guest at half speed moves every loop.
+ */
+#define PROBE_BUCKETS	64	/* bucket b: ratio in [2^((b - 32) / 16), 2^((b - 31) / 16)) */
+
+struct mutex_speed {
+	uint32_t hist[PROBE_BUCKETS];
+} __attribute__((aligned(LAB_CACHELINE)));
+
+/* Timed in the critical section only from 1 us (two clock reads and a log2 there lengthen every
+ * 16th critical section by ~50 ns: under 0.3 % of the serial work); outside it from 100 ns. */
+#define PROBE_CS_NS	1000
+#define PROBE_PAR_NS	100
+
+static inline void speed_add(struct mutex_speed *sp, uint64_t want, int64_t got)
+{
+	double x = got > 0 ? (double)got / (double)want : 0;
+	int b = x > 0 ? (int)floor(log2(x) * 16) + 32 : 0;
+
+	sp->hist[b < 0 ? 0 : b >= PROBE_BUCKETS ? PROBE_BUCKETS - 1 : b]++;
+}
+
+/* The busy loop of n turns, timed into sp (want: its due in ns; floor: an empty region's reading)
+ * when sp is non-NULL. */
+static inline void busy_timed(uint64_t n, struct mutex_speed *sp, uint64_t want, uint64_t floor)
+{
+	if (!sp) {
+		lab_busy(n);
+		return;
+	}
+	uint64_t t0 = lab_now_ns();
+
+	lab_busy(n);
+	speed_add(sp, want, (int64_t)(lab_now_ns() - t0) - (int64_t)floor);
+}
+
+/* The critical section's body. Plain accesses: the caller holds g's lock (or runs alone). sp: time
+ * the busy loop into it (NULL: do not). */
+static inline void mutex_cs(const struct mutex_shared *s, struct mutex_group *g, struct mutex_speed *sp)
 {
 	uint64_t v = g->counter;
 
 	if (s->load)
 		lab_pause(s->load);
-	lab_busy(s->cs_iters);
+	busy_timed(s->cs_iters, sp, s->cs_probe_ns, s->probe_floor_ns);
 	for (uint64_t k = 0; k < s->nlines; k++)
 		g->lines[k].word[0] = v;
 	g->counter = v + 1;
@@ -136,12 +190,12 @@ static inline void mutex_cs(const struct mutex_shared *s, struct mutex_group *g)
 		sched_yield();
 }
 
-/* The work outside the lock. */
-static inline void mutex_par(struct mutex_shared *s)
+/* The work outside the lock (sp as for mutex_cs). */
+static inline void mutex_par(struct mutex_shared *s, struct mutex_speed *sp)
 {
 	if (s->par_pauses)
 		lab_pause(s->par_pauses);
-	lab_busy(s->par_iters);
+	busy_timed(s->par_iters, sp, s->par_probe_ns, s->probe_floor_ns);
 }
 
 /* The group thread c works on. */
@@ -165,6 +219,8 @@ static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, struct mu
 	const struct lab_lock_ops *ops = s->ops;
 	void *lock = g->lock;
 
+	struct mutex_speed *cs_sp = NULL, *par_sp = NULL;
+
 	if (++*n == s->lat_every) {
 		bool inside = lab_measuring(c);
 		uint64_t t0 = lab_now_ns();
@@ -173,15 +229,19 @@ static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, struct mu
 		uint64_t t1 = lab_now_ns();
 		if (inside || lab_window_reached(c))
 			lab_lat_sample(c, t1 - t0);
+		if (inside) {
+			cs_sp = s->cs_probe_ns ? &s->speed[c->id] : NULL;
+			par_sp = s->par_probe_ns ? &s->speed[c->id] : NULL;
+		}
 	} else {
 		ops->lock(lock);
 	}
 	if (*n >= s->lat_every)
 		*n = 0;
-	mutex_cs(s, g);
+	mutex_cs(s, g, cs_sp);
 	ops->unlock(lock);
 	lab_op_done(c);
-	mutex_par(s);
+	mutex_par(s, par_sp);
 }
 
 /* The worker's own slow-path counters, once its loop is over (owner-written, read after join). */
@@ -222,12 +282,12 @@ static void batch_worker(struct lab_ctx *c)
 
 static void cs_only(struct mutex_shared *s)
 {
-	mutex_cs(s, &s->groups[0]);
+	mutex_cs(s, &s->groups[0], NULL);
 }
 
 static void par_only(struct mutex_shared *s)
 {
-	mutex_par(s);
+	mutex_par(s, NULL);
 }
 
 static void pair_only(struct mutex_shared *s)
@@ -303,6 +363,7 @@ static void mutex_free(struct mutex_shared *s)
 {
 	lab_restore_cpus(s->cpus_restore);
 	free(s->stats);
+	free(s->speed);
 	for (uint64_t i = 0; s->groups && i < s->ngroups; i++) {
 		free(s->groups[i].lock);
 		free(s->groups[i].lines);
@@ -347,6 +408,12 @@ static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 	s->par_iters = lab_busy_iters((double)lab_u(r, "parallel-ns")) + ratio * s->cs_iters;
 	s->nlines = lab_u(r, "lines");
 	s->lat_every = lab_u(r, "lat-every");
+	/* the busy loops are timed in the window only where their due is known (no pauses beside them) */
+	double per_iter = s->cs_iters || s->par_iters ? lab_busy_ns_per_iter() : 0;
+	double cs_due = (double)s->cs_iters * per_iter, par_due = (double)s->par_iters * per_iter;
+	s->cs_probe_ns = !s->load && cs_due >= PROBE_CS_NS ? (uint64_t)llround(cs_due) : 0;
+	s->par_probe_ns = !s->par_pauses && par_due >= PROBE_PAR_NS ? (uint64_t)llround(par_due) : 0;
+	s->speed = lab_alloc_aligned((size_t)nthreads * sizeof(struct mutex_speed));
 	s->cs_yield = lab_u(r, "cs-yield");
 	s->ngroups = lab_u(r, "groups");
 	s->groups = lab_alloc_aligned(s->ngroups * sizeof(struct mutex_group));
@@ -386,6 +453,7 @@ static void mutex_references(struct mutex_shared *s, struct mutex_refs *refs)
 	refs->par_ns = s->par_pauses || s->par_iters ? time_per_call(par_only, s) : 0;
 	refs->pair_ns = time_per_call(pair_only, s);
 	refs->floor_ns = latency_floor_ns();
+	s->probe_floor_ns = (uint64_t)llround(refs->floor_ns);
 	s->groups[0].counter = 0;
 }
 
@@ -444,6 +512,43 @@ static void emit_lock_stats(struct lab_json *out, const struct mutex_shared *s, 
 	lj_obj_end(out);
 }
 
+/*
+ * window_work_speed: 1 / the median over the threads' timed loops of (time taken / due) (struct
+ * mutex_speed), the median bucket's geometric middle (4.4 % wide); null where nothing was timed (no
+ * busy loop long enough, or no timed operation in the window). window_work_samples: how many loops
+ * were timed; window_work_slow_share: the share of them that took 1.5x their due or more (whole
+ * buckets: from 2^(10/16) = 1.54x), the measure docs/results/issue11-2core-amd/speed.sh uses.
+ */
+static void emit_window_speed(struct lab_json *out, const struct mutex_shared *s,
+			      const struct lab_window *w)
+{
+	uint64_t h[PROBE_BUCKETS] = { 0 }, n = 0, slow = 0, seen = 0;
+	int b = 0;
+
+	for (unsigned i = 0; i < w->nthreads; i++)
+		for (int k = 0; k < PROBE_BUCKETS; k++)
+			h[k] += s->speed[i].hist[k];
+	for (int k = 0; k < PROBE_BUCKETS; k++) {
+		n += h[k];
+		if (k >= 32 + 10)
+			slow += h[k];
+	}
+	for (b = 0; n && b < PROBE_BUCKETS; b++) {
+		seen += h[b];
+		if (2 * seen >= n)
+			break;
+	}
+	if (n)
+		lj_dbl(out, "window_work_speed", 1 / exp2(((double)b - 32 + 0.5) / 16));
+	else
+		lj_null(out, "window_work_speed");
+	lj_u64(out, "window_work_samples", n);
+	if (n)
+		lj_dbl(out, "window_work_slow_share", (double)slow / (double)n);
+	else
+		lj_null(out, "window_work_slow_share");
+}
+
 /* The fields both harnesses share, and the mutual-exclusion verdict (true = ok). */
 static bool emit_common(struct lab_json *out, struct mutex_shared *s, const struct lab_run *r,
 			const struct mutex_refs *refs, const struct lab_window *w, uint64_t *expected)
@@ -459,6 +564,7 @@ static bool emit_common(struct lab_json *out, struct mutex_shared *s, const stru
 	lj_dbl(out, "pause_ns", lab_pause_ns());
 	lj_dbl(out, "cs_ns", refs->cs_ns);
 	lj_dbl(out, "parallel_ns", refs->par_ns);
+	emit_window_speed(out, s, w);
 	lj_dbl(out, "uncontended_pair_ns", refs->pair_ns);
 	lj_dbl(out, "serial_limit_ops_per_sec", limit);
 	lj_dbl(out, "serial_fraction", w->elapsed_s > 0 ? (double)w->total_ops / w->elapsed_s / limit : 0);

@@ -25,20 +25,23 @@ ran.  A run shorter than MIN_TICKS clock ticks of machine time (50 ms on 2 CPUs)
 
 THE WORK SPEED (recorded, not part of the rule).  A neighbour can slow the machine without using
 its CPU time: on a KVM guest whose host core's other hardware thread is busy, or whose clock moves,
-/proc/stat shows nothing, yet every instruction takes longer.  A mutex run times its critical-section
-work alone, single-threaded, just before its threads start (result.cs_ns; else its outside work,
-result.parallel_ns), and says how long that work should take by the bench's busy-loop calibration
-(result.work.cs_busy_ns, parallel_busy_ns).  Their ratio is the run's host.work_speed (1 = as fast as
-when the calibration was made), recorded where the work is at least SPEED_MIN_WORK_NS (100 ns: a
-shorter body is mostly loop overhead).  `locklab bench` prints its range when it moved
+/proc/stat shows nothing, yet every instruction takes longer.  A mutex run times its busy-loop work
+inside the window, on the operations whose acquisition it times (the critical section from 1 us,
+the outside work from 100 ns), and reports 1 / the median of (time taken / due by the bench's
+busy-loop calibration) as result.window_work_speed.  That is the run's host.work_speed (1 = as fast
+as when the calibration was made).  A run without such work in its window (or a record from before
+the driver measured it) falls back to the reference taken alone, single-threaded, just before its
+threads start: the critical section (result.cs_ns against result.work.cs_busy_ns), else the outside
+work (parallel_ns, parallel_busy_ns), where it is at least SPEED_MIN_WORK_NS (100 ns: a shorter
+body is mostly loop overhead).  `locklab bench` prints its range when it moved
 (speed_sentence()), and the suite's summary gives it per experiment, with how many runs fell
 below SPEED_MIN.  It does not make a run busy: on the 2-vCPU AMD EPYC guest an idle machine ran a
 pinned busy loop at half speed 47-84 % of the time (two runs), in phases of 0.2 ms to 2 s, with fast bursts of
 about 1 ms (docs/results/issue11-2core-amd/); the calibration, a best of 21, catches a burst, so a
 rule would have withheld nearly every verdict there, while the interleaved repeats and the rank
 statistics already carry that spread.  What the figure is for: a reader sees that ranges are wide
-because the machine's speed moved, and how much.  The reference is taken before the window, so it
-samples the machine's speed, it does not measure the window's.
+because the machine's speed moved, and how much.  The fallback reference is taken before the
+window, so it samples the machine's speed, it does not measure the window's.
 
 Two signals are recorded but are not part of the rule, because the lab's own runs move them:
     load averages       an oversubscribed cell (256 runnable spinning threads) raises them for
@@ -106,10 +109,14 @@ def _num(v):
 
 
 def work_speed(record):
-    """How fast a mutex run's single-threaded reference work ran, against the busy-loop calibration
-    behind it: requested ns / measured ns of the critical section (else of the outside work), or
-    None where the run has no such work of at least SPEED_MIN_WORK_NS."""
+    """How fast a mutex run's work ran against the busy-loop calibration behind it: the driver's
+    in-window figure (result.window_work_speed), else the single-threaded reference before the
+    window, requested ns / measured ns of the critical section (else of the outside work); None
+    where the run has neither (no busy work of at least SPEED_MIN_WORK_NS)."""
     res = record.get("result") if isinstance(record.get("result"), dict) else {}
+    inside = _num(res.get("window_work_speed"))
+    if inside is not None and inside > 0:
+        return inside
     work = res.get("work") if isinstance(res.get("work"), dict) else {}
     for want, got in (("cs_busy_ns", "cs_ns"), ("parallel_busy_ns", "parallel_ns")):
         w, g = _num(work.get(want)), _num(res.get(got))
@@ -141,7 +148,7 @@ def speed_sentence(runs):
     sp = speed_summary(runs)
     if sp is None or (sp["slow"] == 0 and sp["max"] <= 1 / SPEED_MIN):
         return None
-    return (f"work speed: the runs' reference work ran at {sp['min']:.2f}-{sp['max']:.2f}x the "
+    return (f"work speed: the runs' timed work ran at {sp['min']:.2f}-{sp['max']:.2f}x the "
             f"busy-loop calibration's speed (median {sp['median']:.2f}x), {sp['slow']} of {sp['n']} "
             f"runs below {SPEED_MIN:g}x: this machine's speed moved during the bench, which widens "
             "every range (host.work_speed)")

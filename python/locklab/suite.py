@@ -685,7 +685,7 @@ def host_md(doc):
         line += (f" {sum(1 for k in retried if k)} runs were measured again (--retry-busy), "
                  f"{sum(retried)} tries thrown away in all; the counts above are of the kept tries.")
     if sp is not None:
-        line += (f" Work speed (host.work_speed, not part of the rule): the runs' reference work "
+        line += (f" Work speed (host.work_speed, not part of the rule): the runs' timed work "
                  f"ran at {sp['min']:.2f}-{sp['max']:.2f}x the calibrated speed (median "
                  f"{sp['median']:.2f}x), {sp['slow']} of {sp['n']} runs below {SPEED_MIN:g}x.")
         if sp["slow"] or sp["max"] > 1 / SPEED_MIN:

@@ -325,7 +325,7 @@ def test_work_speed_is_recorded_and_decides_nothing(fake_bench, run_cli, monkeyp
         assert h["busy"] is not True or h["busy_why"].startswith("other processes used")
     # the bench's own output says the speed moved
     flat = " ".join(out.split())
-    assert "work speed: the runs' reference work ran at 0.50-1.00x" in flat
+    assert "work speed: the runs' timed work ran at 0.50-1.00x" in flat
     assert "8 of 24 runs below 0.75x" in flat
     # and says nothing when it did not
     monkeypatch.delenv("FAKE_BENCH_SLOW")

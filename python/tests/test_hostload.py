@@ -32,6 +32,17 @@ def test_work_speed_of_the_critical_section_then_the_outside_work():
     assert hostload.work_speed({}) is None
 
 
+def test_work_speed_prefers_the_window_figure():
+    r = rec(2000, 4000)
+    r["result"]["window_work_speed"] = 0.9
+    assert hostload.work_speed(r) == 0.9
+    # null (nothing timed in the window), zero or a non-number: the reference before the window
+    for v in (None, 0, "fast", True):
+        r["result"]["window_work_speed"] = v
+        assert hostload.work_speed(r) == 0.5, v
+    assert hostload.work_speed({"result": {"window_work_speed": 1.2}}) == 1.2
+
+
 def test_judge_records_the_work_speed_and_keeps_the_share_rule():
     quiet = (sample(0, 0), sample(10, 200))      # 5 % of the machine: under 10 %
     loaded = (sample(0, 0), sample(40, 200))     # 20 %
@@ -79,7 +90,7 @@ def test_speed_sentence_only_when_the_speed_moved():
     # one slow run, or one far faster than the calibration (a calibration made in a slow moment)
     slow = steady + [{"host": {"work_speed": 0.5}}]
     text = hostload.speed_sentence(slow)
-    assert text.startswith("work speed: the runs' reference work ran at 0.50-1.20x")
+    assert text.startswith("work speed: the runs' timed work ran at 0.50-1.20x")
     assert "(median 0.97x), 1 of 4 runs below 0.75x" in text
     fast = [{"host": {"work_speed": v}} for v in (1.0, 1.5)]
     assert "1.00-1.50x" in hostload.speed_sentence(fast)

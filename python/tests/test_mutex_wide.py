@@ -7,6 +7,7 @@ the fields' presence, never about how fast anything was.
 """
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -143,6 +144,44 @@ def test_waits_that_straddle_the_window_opening_are_latency_samples(lock):
     # the waits that began before the window lasted at least until it opened: at least one critical
     # section, 10 ms of calibrated work, for the last of the 15 to be served (the first can be short)
     assert lat["max_ns"] >= 10_000_000 * (t - 2) / 2, lat
+
+
+def _calibrated(env_value, *args):
+    env = dict(os.environ, LOCKLAB_BUSY_NS_PER_ITER=str(env_value))
+    p = subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["result"]
+
+
+@pytest.mark.parametrize("work", [["--cs-ns", "2000", "--parallel-ratio", "0"],   # timed inside
+                                  ["--cs-ns", "100", "--parallel-ratio", "10"]])  # timed outside
+def test_window_work_speed_follows_the_work_against_its_calibration(work):
+    # The driver times its busy loops in the window and reports due / taken. Told that a turn of
+    # the loop takes a quarter of what it does, it runs four times the turns for each due ns: the
+    # speed must read about 0.25 (the histogram's floor, ~0.26). Told four times, a quarter of the
+    # turns: about 4 (its top, ~3.9). This machine's speed moves within about 2x, and so does the
+    # calibration a process takes at start-up (a best of 21 can land in a slow phase), hence the
+    # factor of 4 and the bounds at 0.75 and 1.5 (a factor of 2 read 0.86 once here).
+    args = ["mutex", "--lock", "lk_mutex", "--threads", "2", *work, "--duration", "0.1",
+            "--warmup", "0.02"]
+    true_ns = run_ok(*args)["work"]["busy_ns_per_iter"]
+    slow = _calibrated(true_ns / 4, *args)
+    fast = _calibrated(true_ns * 4, *args)
+    for r in (slow, fast):
+        assert r["window_work_samples"] > 100, r
+        assert 0 <= r["window_work_slow_share"] <= 1
+    assert slow["window_work_speed"] < 0.75, slow["window_work_speed"]
+    assert slow["window_work_slow_share"] > 0.5
+    assert fast["window_work_speed"] > 1.5, fast["window_work_speed"]
+
+
+@pytest.mark.parametrize("work", [["--cs-ns", "1", "--parallel-ratio", "10"],     # too short
+                                  ["--load", "100", "--parallel-ratio", "1"],     # pauses: no due
+                                  ["--cs-ns", "500", "--parallel-ratio", "0"]])   # under 1 us inside
+def test_window_work_speed_is_null_where_nothing_is_timed(work):
+    r = run_ok("mutex", "--lock", "futex3", "--threads", "2", *work, *SHORT)
+    assert r["window_work_speed"] is None and r["window_work_slow_share"] is None
+    assert r["window_work_samples"] == 0
 
 
 @pytest.mark.parametrize("lock", ["lk_mutex", "futex3"])
