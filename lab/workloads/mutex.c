@@ -56,8 +56,8 @@
  * read slightly above 1 (seen: 1.1-1.2 at load 1). Acquisition latency samples include two clock reads; latency_floor_ns is what
  * an empty timed region reads, the floor under every sample.
  *
- * The machine's speed inside the window (window_work_speed): on the operations whose acquisition is
- * timed, the busy loop of the critical section (1 us or more) and of the outside work (100 ns or
+ * The machine's speed inside the window (window_work_speed): on every 4th operation whose acquisition
+ * is timed, the busy loop of the critical section (1 us or more) and of the outside work (100 ns or
  * more) is timed too, against its due by the calibration (struct mutex_speed). A KVM guest whose
  * host slows it shows nothing in /proc/stat; this shows it, run by run.
  *
@@ -132,9 +132,9 @@ struct mutex_shared {
 } __attribute__((aligned(LAB_CACHELINE)));
 
 /*
- * The work timed inside the window, per thread (owner-written, read after join): on the operations
- * whose acquisition is timed, the busy loop of the critical section (when it is >= PROBE_CS_NS) and
- * of the outside work (>= PROBE_PAR_NS) is timed too. Each loop's time (less what an empty timed
+ * The work timed inside the window, per thread (owner-written, read after join): on every
+ * PROBE_EVERY'th operation whose acquisition is timed, the busy loop of the critical section (when
+ * it is >= PROBE_CS_NS) and of the outside work (>= PROBE_PAR_NS) is timed too. Each loop's time (less what an empty timed
  * region reads, latency_floor_ns) over its due by the calibration goes into a histogram of 1/16
  * octave buckets from 1/4x to 4x (the ends take what lies beyond). The run's window_work_speed is
  * 1 / the median of those ratios: a loop that was preempted, or shared its CPU for a moment with a
@@ -145,10 +145,16 @@ struct mutex_shared {
 
 struct mutex_speed {
 	uint32_t hist[PROBE_BUCKETS];
+	uint32_t timed;			/* timed acquisitions in the window so far */
 } __attribute__((aligned(LAB_CACHELINE)));
 
-/* Timed in the critical section only from 1 us (two clock reads and a log2 there lengthen every
- * 16th critical section by ~50 ns: under 0.3 % of the serial work); outside it from 100 ns. */
+/*
+ * Two clock reads and a log2 cost ~75 ns on the AMD guest (vDSO clock_gettime ~29 ns a read).
+ * With --lat-every 16 a loop is timed every 64th operation: ~1.2 ns an operation, 0.1 % of a 1 us
+ * critical section (the least timed inside the lock) and ~1 % of a 100 ns outside work, while a
+ * 0.2 s window still times hundreds to thousands of loops.
+ */
+#define PROBE_EVERY	4
 #define PROBE_CS_NS	1000
 #define PROBE_PAR_NS	100
 
@@ -229,7 +235,7 @@ static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, struct mu
 		uint64_t t1 = lab_now_ns();
 		if (inside || lab_window_reached(c))
 			lab_lat_sample(c, t1 - t0);
-		if (inside) {
+		if (inside && s->speed[c->id].timed++ % PROBE_EVERY == 0) {
 			cs_sp = s->cs_probe_ns ? &s->speed[c->id] : NULL;
 			par_sp = s->par_probe_ns ? &s->speed[c->id] : NULL;
 		}

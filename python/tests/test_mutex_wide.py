@@ -168,7 +168,8 @@ def test_window_work_speed_follows_the_work_against_its_calibration(work):
     slow = _calibrated(true_ns / 4, *args)
     fast = _calibrated(true_ns * 4, *args)
     for r in (slow, fast):
-        assert r["window_work_samples"] > 100, r
+        # every 64th operation is timed: ~90 loops in the slowest case here (8 us critical sections)
+        assert r["window_work_samples"] > 20, r
         assert 0 <= r["window_work_slow_share"] <= 1
     assert slow["window_work_speed"] < 0.75, slow["window_work_speed"]
     assert slow["window_work_slow_share"] > 0.5
