@@ -108,3 +108,27 @@ def test_reads_mutex_ab_files_by_variant(tmp_path):
     # the record's own lock name is not a lock of this file
     r = ab("--control", "lk_mutex", "--candidates", "h4ms", str(f))
     assert r.returncode == 0 and "(2, 1, 0)" not in r.stdout
+
+
+def test_speed_column_compares_the_window_speed_and_says_when_it_is_missing(tmp_path):
+    runs = []
+    for i in range(6):
+        for t, ctl_speed, cand_speed in ((2, 1.0, 0.5), (4, None, 0.5)):
+            c = run_rec("ctl", t, 100 + i, 50, 1000)
+            d = run_rec("cand", t, 100 + i, 50, 1000)
+            if ctl_speed is not None:
+                c["result"]["window_work_speed"] = ctl_speed + i / 100
+            d["result"]["window_work_speed"] = cand_speed + i / 100
+            runs += [c, d]
+    f = write(tmp_path / "a.json", runs)
+    plain = ab("--control", "ctl", "--candidates", "cand", f)
+    r = ab("--speed", "--control", "ctl", "--candidates", "cand", f)
+    assert plain.returncode == 0 and r.returncode == 0, r.stderr
+    assert "speed" not in plain.stdout and "speed" in r.stdout.splitlines()[1]
+    two = cell_line(r.stdout, 2).split()[3:]
+    four = cell_line(r.stdout, 4).split()[3:]
+    # cand's runs met half the control's speed: ratio (0.525 / 1.025), marked worse
+    assert len(two) == 4 and two[3][-1] == "-" and abs(float(two[3][:-1]) - 0.525 / 1.025) < 0.01, two
+    # the control has no window speed in cell 4 (an older record): n/a, the other metrics as before
+    assert four[3] == "n/a" and len(four) == 4, four
+    assert cell_line(plain.stdout, 4).split()[3:] == four[:3]
