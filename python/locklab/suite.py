@@ -396,6 +396,26 @@ def _fairness(by_lock, other, subject):
     return f"{part(other)} / {part(subject)}" + (" *" if less else ""), less
 
 
+def one_thread_scale(doc, subject, metric):
+    """At 1 thread every lock runs the same loop alone, so the subject's median against the best
+    lock's there is the file's noise scale: (lowest, highest, cells), as "x the best" with 1 the best
+    (metric read through its direction), or None with fewer than 2 such cells."""
+    hib = st.higher_is_better(metric)
+    ratios = []
+    for cell in doc["cells"]:
+        if cell["params"].get("threads") != 1:
+            continue
+        meds = {lk: _median(v) for lk, rs in cell_results(doc, cell).items()
+                if (v := st.metric_values(rs, metric))}
+        if subject not in meds or len(meds) < 2 or min(meds.values()) <= 0:
+            continue
+        best = max(meds.values()) if hib else min(meds.values())
+        ratios.append(meds[subject] / best if hib else best / meds[subject])
+    if len(ratios) < 2:
+        return None
+    return min(ratios), max(ratios), len(ratios)
+
+
 def standing_md(doc, subject):
     """The subject's standing per cell on every JUDGED metric, and the list of the cells where it is
     neither first nor tied (empty when the subject is not in the file)."""
@@ -439,6 +459,13 @@ def standing_md(doc, subject):
              "winner whose runs spread widely and still be clearly worse than the runner-up). "
              f"The ratio is median({subject}) / median(the lock ahead of it) in the metric's own "
              "unit, with its 95% bootstrap CI.", ""]
+    scale = one_thread_scale(doc, subject, metrics[0])
+    if scale:
+        lo, hi, n = scale
+        lines += [f"Noise scale: at 1 thread, where every lock runs the same loop alone, "
+                  f"{subject}'s median {LABEL.get(metrics[0], metrics[0])} reads {lo:.2f}-{hi:.2f}x "
+                  f"the best lock's in the {n} cells (1 = the best). A tie whose median sits within "
+                  "that of 1 says no more than this machine's run-to-run spread.", ""]
     nloss = len(losses[True]) + len(losses[False])
     if nloss:
         head = [f"| cell | metric | ahead of it | {subject} median | its median | "

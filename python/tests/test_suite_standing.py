@@ -290,3 +290,32 @@ def test_a_latency_lead_of_a_less_fair_lock_is_marked():
     # a Jain loss is not a latency row, and the throughput row's lock ahead is fairer: no mark
     thr = next(ln for ln in text.splitlines() if ln.startswith("| threads=32 | throughput |"))
     assert not thr.endswith("* |")
+
+
+def test_noise_scale_from_the_one_thread_cells():
+    # two 1-thread cells: lk_mutex at 90 % and 100 % of the best lock's median; a 2-thread cell
+    # (not counted) where it is far behind
+    plan = {(1, 1, "lk_mutex"): 90, (1, 1, "rust_std"): 100, (1, 2, "lk_mutex"): 200,
+            (1, 2, "rust_std"): 150, (2, 1, "lk_mutex"): 10, (2, 1, "rust_std"): 100}
+    runs = []
+    for (t, w, lock), ops in plan.items():
+        runs += _runs(lock, {"threads": t, "cs-ns": w},
+                      mutex_result(ops * 10 - 2, 100, 100, 1.0))  # median ops * 10
+    cells = [{"params": {"threads": t, "cs-ns": w}, "stats": {}} for t, w in ((1, 1), (1, 2), (2, 1))]
+    doc = {"workload": "mutex", "locks": ["lk_mutex", "rust_std"], "runs": runs, "cells": cells}
+    lo, hi, n = suite.one_thread_scale(doc, "lk_mutex", "ops_per_sec")
+    assert n == 2 and lo == pytest.approx(900 / 1000) and hi == 1.0
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    assert "Noise scale: at 1 thread" in text and "reads 0.90-1.00x the best lock's in the 2 cells" in text
+    # lower is better (time to finish): 1.0 s against the best 0.8 s reads 0.80x
+    batch = [*_runs("lk_mutex", {"threads": 1, "cs-ns": 1}, lambda i: {"finish_s": 1.0}),
+             *_runs("glibc_normal", {"threads": 1, "cs-ns": 1}, lambda i: {"finish_s": 0.8}),
+             *_runs("lk_mutex", {"threads": 1, "cs-ns": 2}, lambda i: {"finish_s": 0.5}),
+             *_runs("glibc_normal", {"threads": 1, "cs-ns": 2}, lambda i: {"finish_s": 0.6})]
+    bdoc = {"workload": "mutex-batch", "runs": batch,
+            "cells": [{"params": {"threads": 1, "cs-ns": w}} for w in (1, 2)]}
+    assert suite.one_thread_scale(bdoc, "lk_mutex", "finish_s") == (pytest.approx(0.8), 1.0, 2)
+    # one 1-thread cell only, or none: no sentence
+    doc["cells"] = cells[1:]
+    assert suite.one_thread_scale(doc, "lk_mutex", "ops_per_sec") is None
+    assert "Noise scale" not in "\n".join(suite.standing_md(doc, "lk_mutex"))
