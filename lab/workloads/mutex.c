@@ -134,9 +134,9 @@ struct mutex_shared {
 /*
  * The work timed inside the window, per thread (owner-written, read after join): on every
  * PROBE_EVERY'th operation whose acquisition is timed, the busy loop of the critical section (when
- * it is >= PROBE_CS_NS) and of the outside work (>= PROBE_PAR_NS) is timed too. Each loop's time (less what an empty timed
- * region reads, latency_floor_ns) over its due by the calibration goes into a histogram of 1/16
- * octave buckets from 1/4x to 4x (the ends take what lies beyond). The run's window_work_speed is
+ * it is >= PROBE_CS_NS) and of the outside work (>= PROBE_PAR_NS) is timed too. Each loop's time
+ * (less what an empty timed region reads, latency_floor_ns) over its due by the calibration goes
+ * into a histogram of 1/16 octave buckets from 1/4x to 4x (the ends take what lies beyond). The run's window_work_speed is
  * 1 / the median of those ratios: a loop that was preempted, or shared its CPU for a moment with a
  * woken thread, reads far slow, but unless that happened to half of them it does not move the
  * median; a host that runs the guest at half speed moves every loop.
@@ -224,8 +224,7 @@ static inline void mutex_op(struct lab_ctx *c, struct mutex_shared *s, struct mu
 {
 	const struct lab_lock_ops *ops = s->ops;
 	void *lock = g->lock;
-
-	struct mutex_speed *cs_sp = NULL, *par_sp = NULL;
+	struct mutex_speed *cs_sp = NULL, *par_sp = NULL;	/* this operation's loops to time */
 
 	if (++*n == s->lat_every) {
 		bool inside = lab_measuring(c);
@@ -544,15 +543,15 @@ static void emit_window_speed(struct lab_json *out, const struct mutex_shared *s
 		if (2 * seen >= n)
 			break;
 	}
-	if (n)
+	if (n) {
 		lj_dbl(out, "window_work_speed", 1 / exp2(((double)b - 32 + 0.5) / 16));
-	else
-		lj_null(out, "window_work_speed");
-	lj_u64(out, "window_work_samples", n);
-	if (n)
+		lj_u64(out, "window_work_samples", n);
 		lj_dbl(out, "window_work_slow_share", (double)slow / (double)n);
-	else
+	} else {
+		lj_null(out, "window_work_speed");
+		lj_u64(out, "window_work_samples", 0);
 		lj_null(out, "window_work_slow_share");
+	}
 }
 
 /* The fields both harnesses share, and the mutual-exclusion verdict (true = ok). */

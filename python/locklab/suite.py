@@ -464,8 +464,9 @@ def standing_md(doc, subject):
         lo, hi, n = scale
         lines += [f"Noise scale: at 1 thread, where every lock runs the same loop alone, "
                   f"{subject}'s median {LABEL.get(metrics[0], metrics[0])} reads {lo:.2f}-{hi:.2f}x "
-                  f"the best lock's in the {n} cells (1 = the best). A tie whose median sits within "
-                  "that of 1 says no more than this machine's run-to-run spread.", ""]
+                  f"the best lock's in the {n} cells (1 = the best). A tie whose median is no further "
+                  "below the best than that says no more than this machine's run-to-run spread.",
+                  ""]
     nloss = len(losses[True]) + len(losses[False])
     if nloss:
         head = [f"| cell | metric | ahead of it | {subject} median | its median | "
@@ -477,8 +478,9 @@ def standing_md(doc, subject):
                       f"fair than {subject} in that cell (its Jain index lower by the verdict rule; "
                       "`*` in the last column). Latency is sampled per acquisition, so a thread that "
                       "waits through the whole window adds at most one sample, however long it "
-                      "waited: part of such a lead is threads the lock kept waiting. The minimum share is the fewest operations "
-                      "one thread did, over the mean per thread (0: a thread did none).", ""]
+                      "waited: part of such a lead is threads the lock kept waiting. The minimum "
+                      "share is the fewest operations one thread did, over the mean per thread (0: "
+                      "a thread did none).", ""]
         for targeted, what in ((True, "On the issue's targets (throughput or time to finish, p99 "
                                       "latency)"),
                                (False, "Reported beside them")):
