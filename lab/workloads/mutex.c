@@ -57,8 +57,8 @@
  * an empty timed region reads, the floor under every sample.
  *
  * The machine's speed inside the window (window_work_speed): on every 4th operation whose acquisition
- * is timed, the busy loop of the critical section (1 us or more) and of the outside work (100 ns or
- * more) is timed too, against its due by the calibration (struct mutex_speed). A KVM guest whose
+ * is timed, the busy loop of the critical section and of the outside work (each 1 us or more) is
+ * timed too, against its due by the calibration (struct mutex_speed). A KVM guest whose
  * host slows it shows nothing in /proc/stat; this shows it, run by run.
  *
  * Mutual exclusion is verified on every run: the counter's read and write are split by the whole
@@ -134,7 +134,8 @@ struct mutex_shared {
 /*
  * The work timed inside the window, per thread (owner-written, read after join): on every
  * PROBE_EVERY'th operation whose acquisition is timed, the busy loop of the critical section (when
- * it is >= PROBE_CS_NS) and of the outside work (>= PROBE_PAR_NS) is timed too. Each loop's time
+ * it is >= PROBE_CS_NS requested) and of the outside work (>= PROBE_PAR_NS) is timed too. Each
+ * loop's time
  * (less what an empty timed region reads, latency_floor_ns) over its due by the calibration goes
  * into a histogram of 1/16 octave buckets from 1/4x to 4x (the ends take what lies beyond). The run's window_work_speed is
  * 1 / the median of those ratios: a loop that was preempted, or shared its CPU for a moment with a
@@ -151,12 +152,12 @@ struct mutex_speed {
 /*
  * Two clock reads and a log2 cost ~75 ns on the AMD guest (vDSO clock_gettime ~29 ns a read).
  * With --lat-every 16 a loop is timed every 64th operation: ~1.2 ns an operation, 0.1 % of a 1 us
- * critical section (the least timed inside the lock) and ~1 % of a 100 ns outside work, while a
- * 0.2 s window still times hundreds to thousands of loops.
+ * critical section or outside work (the least timed), while a 0.2 s window still times hundreds to
+ * thousands of loops.
  */
 #define PROBE_EVERY	4
 #define PROBE_CS_NS	1000
-#define PROBE_PAR_NS	100
+#define PROBE_PAR_NS	1000	/* a 100 ns loop read ~2x fast: the clock reads overlap it */
 
 static inline void speed_add(struct mutex_speed *sp, uint64_t want, int64_t got)
 {
@@ -413,11 +414,17 @@ static int mutex_setup(const struct lab_run *r, struct mutex_shared **out)
 	s->par_iters = lab_busy_iters((double)lab_u(r, "parallel-ns")) + ratio * s->cs_iters;
 	s->nlines = lab_u(r, "lines");
 	s->lat_every = lab_u(r, "lat-every");
-	/* the busy loops are timed in the window only where their due is known (no pauses beside them) */
+	/*
+	 * The busy loops are timed in the window only where their due is known (no pauses beside them),
+	 * from the requested ns (--cs-ns 100 --parallel-ratio 10 is 1 us outside even where the
+	 * calibration's rounding makes its due 999); the due itself is what the loop should take.
+	 */
 	double per_iter = s->cs_iters || s->par_iters ? lab_busy_ns_per_iter() : 0;
+	uint64_t cs_req = lab_u(r, "cs-ns"), par_req = lab_u(r, "parallel-ns") + ratio * cs_req;
 	double cs_due = (double)s->cs_iters * per_iter, par_due = (double)s->par_iters * per_iter;
-	s->cs_probe_ns = !s->load && cs_due >= PROBE_CS_NS ? (uint64_t)llround(cs_due) : 0;
-	s->par_probe_ns = !s->par_pauses && par_due >= PROBE_PAR_NS ? (uint64_t)llround(par_due) : 0;
+	s->cs_probe_ns = !s->load && cs_req >= PROBE_CS_NS && cs_due >= 1 ? (uint64_t)llround(cs_due) : 0;
+	s->par_probe_ns = !s->par_pauses && par_req >= PROBE_PAR_NS && par_due >= 1
+		? (uint64_t)llround(par_due) : 0;
 	s->speed = lab_alloc_aligned((size_t)nthreads * sizeof(struct mutex_speed));
 	s->cs_yield = lab_u(r, "cs-yield");
 	s->ngroups = lab_u(r, "groups");

@@ -27,7 +27,7 @@ THE WORK SPEED (recorded, not part of the rule).  A neighbour can slow the machi
 its CPU time: on a KVM guest whose host core's other hardware thread is busy, or whose clock moves,
 /proc/stat shows nothing, yet every instruction takes longer.  A mutex run times its busy-loop work
 inside the window, on every 4th operation whose acquisition it times (the critical section from
-1 us, the outside work from 100 ns), and reports 1 / the median of (time taken / due by the bench's
+1 us, the outside work from 1 us), and reports 1 / the median of (time taken / due by the bench's
 busy-loop calibration) as result.window_work_speed.  That is the run's host.work_speed (1 = as fast
 as when the calibration was made).  A run without such work in its window (or a record from before
 the driver measured it) falls back to the reference taken alone, single-threaded, just before its
