@@ -133,14 +133,14 @@ struct mutex_shared {
 
 /*
  * The work timed inside the window, per thread (owner-written, read after join): on every
- * PROBE_EVERY'th operation whose acquisition is timed, the busy loop of the critical section (when
- * it is >= PROBE_CS_NS requested) and of the outside work (>= PROBE_PAR_NS) is timed too. Each
- * loop's time
- * (less what an empty timed region reads, latency_floor_ns) over its due by the calibration goes
- * into a histogram of 1/16 octave buckets from 1/4x to 4x (the ends take what lies beyond). The run's window_work_speed is
- * 1 / the median of those ratios: a loop that was preempted, or shared its CPU for a moment with a
- * woken thread, reads far slow, but unless that happened to half of them it does not move the
- * median; a host that runs the guest at half speed moves every loop.
+ * PROBE_EVERY'th operation whose acquisition is timed, the busy loop of the critical section and of
+ * the outside work is timed too, each where its request is PROBE_CS_NS / PROBE_PAR_NS or more.
+ * Each loop's time (less what an empty timed region reads, latency_floor_ns) over its due by the
+ * calibration goes into a histogram of 1/16 octave buckets from 1/4x to 4x (the ends take what lies
+ * beyond). The run's window_work_speed is 1 / the median of those ratios: a loop that was
+ * preempted, or shared its CPU for a moment with a woken thread, reads far slow, but unless that
+ * happened to half of them it does not move the median; a host that runs the guest at half speed
+ * moves every loop.
  */
 #define PROBE_BUCKETS	64	/* bucket b: ratio in [2^((b - 32) / 16), 2^((b - 31) / 16)) */
 
