@@ -43,12 +43,18 @@ static void lkt_watchdog_fire(int sig)
 	_exit(1);
 }
 
+/* LOCKLAB_TEST_TIMEOUT_SCALE (scripts/check-arm64 sets 3 under emulation), else 1. */
+static inline unsigned lkt_timeout_scale(void)
+{
+	const char *s = getenv("LOCKLAB_TEST_TIMEOUT_SCALE");
+
+	return s && atoi(s) > 0 ? (unsigned)atoi(s) : 1;
+}
+
 /* Fail the test if it has not finished after `seconds` (scaled by LOCKLAB_TEST_TIMEOUT_SCALE). */
 static inline void lkt_watchdog(unsigned seconds)
 {
-	const char *s = getenv("LOCKLAB_TEST_TIMEOUT_SCALE");
-	if (s && atoi(s) > 0)
-		seconds *= (unsigned)atoi(s);
+	seconds *= lkt_timeout_scale();
 	signal(SIGALRM, lkt_watchdog_fire);
 	alarm(seconds);
 }

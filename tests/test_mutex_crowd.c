@@ -8,7 +8,8 @@
  *  1. A timedlock caller that joins the crowd returns ETIMEDOUT at its deadline, not when the S
  *     holder gives up: the spinner holds S for 10 ms (spin_min = spin_max = 10 ms behind an owner
  *     that holds the lock 200 ms), the caller arrives with a 3 ms deadline, joins the crowd
- *     (counted by the test-only LKM_CROWD_JOINED point), and must return within 2 ms of it. Before
+ *     (counted by the test-only LKM_CROWD_JOINED point), and must return within 2 ms of it (times
+ *     LOCKLAB_TEST_TIMEOUT_SCALE: 6 ms under check-arm64's emulation). Before
  *     the fix the crowd spin counted spin_max_ns of relax rounds and ignored the deadline: 7 ms
  *     late or more.
  *  2. The count saturates at 0: a fork's child zeroes it (crowd_reset()) while a spinner of the
@@ -165,7 +166,9 @@ static bool try_deadline(void)
 	fprintf(stderr, "deadline: crowd seen %d, rc %d, %.2f ms after the deadline\n", seen, r,
 		(double)late / 1e6);
 	CHECK(r == ETIMEDOUT || r == 0);	/* 0 only if the try was so late the owner had let go */
-	return seen && r == ETIMEDOUT && late < 2000000ll;
+	/* 2 ms natively; under emulation (check-arm64) as much more as the watchdogs get: qemu-user
+	 * returned 3.4-5.3 ms late on the AMD guest (stop 30) */
+	return seen && r == ETIMEDOUT && late < 2000000ll * (long long)lkt_timeout_scale();
 }
 
 /* Case 2: a reset under a crowd spinner leaves the count at 0 when it leaves, not 2^32 - 1. */
