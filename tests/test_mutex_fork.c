@@ -64,8 +64,12 @@ static void prepare(void)
 	if (!atomic_load(&forking))
 		return;
 	lk_mutex_lock(&m);
-	/* B will try again and spin (10 ms budget): fork while it does */
-	while (!(word(&m) & LK_MUTEX_SPINNING))
+	/*
+	 * B will try again and spin (10 ms budget): fork while it does. If we miss the spin (a slow
+	 * machine, an emulator), B parks and S never shows again: fork anyway, and the child, which
+	 * inherits no S, asks for another round.
+	 */
+	while (!(word(&m) & (LK_MUTEX_SPINNING | LK_MUTEX_QUEUED_MASK)))
 		sched_yield();
 }
 
