@@ -44,8 +44,13 @@ static void prepare(void)
 	if (!atomic_load(&forking))
 		return;
 	lk_mutex_lock(&m);
-	/* one looper parks at once (the other holds S), the other spins (10 ms): fork while it does */
-	for (int i = 0; i < 1000000 && !(queued() == 1 && (word() & LK_MUTEX_SPINNING)); i++)
+	/*
+	 * one looper parks at once (the other holds S), the other spins (10 ms): fork while it does.
+	 * If we miss the spin, both park and S never shows again: fork anyway (the child asks for
+	 * another round).
+	 */
+	for (int i = 0; i < 1000000 && queued() < 2 && !(queued() == 1 && (word() & LK_MUTEX_SPINNING));
+	     i++)
 		sched_yield();
 }
 

@@ -24,7 +24,9 @@
  *
  * Each timed case is tried up to 5 times (case 4: 10) and passes if one try does (a loaded machine
  * can delay a try; the defect shows in every try; case 4 checks the cap in every try). Needs 2
- * CPUs (spinning is off on one): skipped otherwise.
+ * CPUs (spinning is off on one): skipped otherwise. Case 1 also needs 2 usable CPUs, and is
+ * skipped in a run pinned to one (a caller that shares its CPU with the spinner is late by a
+ * time slice).
  */
 #define _GNU_SOURCE
 #define LKM_VARIANT crowdtest
@@ -302,10 +304,20 @@ int main(void)
 	CHECK_EQ(lk_mutex_set_policy(&p), 0);
 
 	bool ok = false;
+	cpu_set_t cpus;
 
-	for (int i = 0; i < 5 && !ok; i++)
-		ok = try_deadline();
-	CHECK(ok);
+	/*
+	 * Case 1 bounds lateness at 2 ms, which the scheduler must allow: pinned to one CPU (make
+	 * test-pinned) the caller shares it with the spinner, in slices of several ms, and a try
+	 * is late for that alone. The other cases do not time anything.
+	 */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2) {
+		fprintf(stderr, "deadline: skipped, one usable CPU\n");
+	} else {
+		for (int i = 0; i < 5 && !ok; i++)
+			ok = try_deadline();
+		CHECK(ok);
+	}
 	ok = false;
 	for (int i = 0; i < 5 && !ok; i++)
 		ok = try_saturation();
