@@ -45,6 +45,7 @@ static _Atomic unsigned long acq;		/* acquisitions so far (counted by each owner
 static _Atomic unsigned long owed_events, checked, timeouts, worst_others, worst_allowed;
 static _Atomic long long worst_owed_after_ns;
 static uint64_t handoff_ns;			/* of the run (read by the threads after the start) */
+static pthread_barrier_t start;			/* the workers of a round start together */
 
 static __thread int counting;			/* this thread is one of the test's */
 static __thread long long owed_acq = -1;	/* acq when this lock call became owed, or -1 */
@@ -86,6 +87,9 @@ static void *worker(void *arg)
 	unsigned seed = (unsigned)id * 2654435761u;
 
 	counting = 1;
+	/* thread creation is slow under qemu-user: without this, each thread was nearly done with
+	 * its calls before the next started, few waiters parked, and 20 rounds could pass unowed */
+	pthread_barrier_wait(&start);
 	for (int i = 0; i < NCALLS; i++) {
 		uint64_t t_call = lkt_now_ns(CLOCK_MONOTONIC);
 		int r = 0;
@@ -154,12 +158,14 @@ static void run(const char *what, uint64_t h, uint32_t spin_min_ns, uint32_t spi
 	/* rounds until waiters have become owed (whether they do in one round is up to the scheduler) */
 	int rounds = 0;
 
+	CHECK_EQ(pthread_barrier_init(&start, NULL, NT), 0);
 	do {
 		for (int i = 0; i < NT; i++)
 			CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i), 0);
 		for (int i = 0; i < NT; i++)
 			pthread_join(t[i], NULL);
 	} while (++rounds < ROUNDS_MAX && !atomic_load(&owed_events));
+	pthread_barrier_destroy(&start);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
 	CHECK_EQ(atomic_load(&acq) + atomic_load(&timeouts), (unsigned long)rounds * NT * NCALLS);
