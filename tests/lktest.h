@@ -7,7 +7,11 @@
 #ifndef LOCKLAB_LKTEST_H
 #define LOCKLAB_LKTEST_H
 
+#include <sched.h>
 #include <signal.h>
+#ifndef __cplusplus
+#include <stdatomic.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -58,6 +62,22 @@ static inline void lkt_watchdog(unsigned seconds)
 	signal(SIGALRM, lkt_watchdog_fire);
 	alarm(seconds);
 }
+
+/*
+ * A common start for the n threads of a stress round: each calls lkt_gate_pass(&gate, n) before its
+ * work and returns once all n have arrived. Without it, where creating a thread is slow (about 1 ms
+ * under qemu-user), each thread can finish its bounded work before the next starts, and the stress
+ * is gone. The gate starts at 0 and serves one round. Relaxed: an arrival count; the data the
+ * threads share is ordered by the locks under test and by pthread_create()/pthread_join(). C only.
+ */
+#ifndef __cplusplus
+static inline void lkt_gate_pass(_Atomic int *gate, int n)
+{
+	atomic_fetch_add_explicit(gate, 1, memory_order_relaxed);
+	while (atomic_load_explicit(gate, memory_order_relaxed) < n)
+		sched_yield();
+}
+#endif
 
 /* Now on `clock`, in nanoseconds. */
 static inline uint64_t lkt_now_ns(clockid_t clock)

@@ -181,12 +181,15 @@ struct excl {
 	lk_mutex_t m;
 	uint64_t counter;	/* plain: protected by m (TSan checks that claim) */
 	unsigned iters;
+	int threads;
+	_Atomic int gate;	/* the workers' common start (lkt_gate_pass) */
 };
 
 static void *excl_worker(void *arg)
 {
 	struct excl *e = arg;
 
+	lkt_gate_pass(&e->gate, e->threads);
 	for (unsigned i = 0; i < e->iters; i++) {
 		if ((i & 7) == 0 && lk_mutex_trylock(&e->m) == 0) {
 			e->counter++;
@@ -207,7 +210,8 @@ static void *excl_worker(void *arg)
 static void test_exclusion(const char *what, const struct lk_mutex_policy *p)
 {
 	enum { NT = 6 };
-	struct excl e = { .m = LK_MUTEX_INITIALIZER, .iters = lkt_sanitized() ? 20000 : 50000 };
+	struct excl e = { .m = LK_MUTEX_INITIALIZER, .iters = lkt_sanitized() ? 20000 : 50000,
+			  .threads = NT };
 	pthread_t t[NT];
 	struct lk_mutex_policy def;
 	uint64_t expect;

@@ -153,10 +153,13 @@ static void handoff(pthread_mutex_t *m, pthread_cond_t *c, int items)
 }
 
 static long child_count;
+static int child_n;			/* the child's contending threads */
+static _Atomic int child_gate;		/* their common start (lkt_gate_pass) */
 
 static void *child_contend(void *arg)
 {
 	(void)arg;
+	lkt_gate_pass(&child_gate, child_n);
 	for (int i = 0; i < 3000; i++) {
 		pthread_mutex_lock(&M);
 		child_count++;
@@ -259,6 +262,7 @@ static int child(void)
 	if (CHILD_THREADS) {
 		int n = lkp_spins() ? 2 : 4;
 		pthread_t t[4];
+		child_n = n;
 		for (int i = 0; i < n; i++)
 			CHECK_EQ(pthread_create(&t[i], NULL, child_contend, NULL), 0);
 		for (int i = 0; i < n; i++)

@@ -276,12 +276,15 @@ struct excl {
 	long counter;		/* plain: only the mutex protects it */
 	int inside;		/* plain: who is in the critical section */
 	int bad;
+	int n;			/* threads */
+	_Atomic int gate;	/* their common start (lkt_gate_pass) */
 };
 
 static void *excl_main(void *arg)
 {
 	struct excl *x = arg;
 
+	lkt_gate_pass(&x->gate, x->n);
 	for (int i = 0; i < 400; i++) {
 		pthread_mutex_lock(x->m);
 		if (x->inside)
@@ -301,9 +304,9 @@ static void *excl_main(void *arg)
 
 static void check_exclusion(pthread_mutex_t *m)
 {
-	struct excl x = { .m = m };
-	pthread_t t[4];
 	int n = lkp_spins() ? 2 : 4;
+	struct excl x = { .m = m, .n = n };
+	pthread_t t[4];
 
 	for (int i = 0; i < n; i++)
 		CHECK_EQ(pthread_create(&t[i], NULL, excl_main, &x), 0);

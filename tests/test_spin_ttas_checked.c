@@ -17,12 +17,14 @@
 static struct lk_spin_ttas lock = LK_SPIN_TTAS_INIT;
 static long counter;		/* plain: the lock orders it (TSan checks) */
 static _Atomic int bad_unlocks;
+static _Atomic int gate;	/* the workers' common start (lkt_gate_pass) */
 
 enum { THREADS = 4, ROUNDS = 20000 };
 
 static void *worker(void *arg)
 {
 	(void)arg;
+	lkt_gate_pass(&gate, THREADS);
 	for (int i = 0; i < ROUNDS; i++) {
 		lk_spin_ttas_lock(&lock);
 		counter++;
