@@ -8,9 +8,10 @@
  *                unlock returns 0, which only the owner gets), so the mutex is free afterwards
  *   pending      a cancellation requested while cancellation was disabled acts when the thread,
  *                re-enabled, enters wait: same cleanup guarantees
- *   no lost signal  two waiters; one signal and a cancellation of one waiter race, round after
- *                round: whichever waiter is cancelled, the token is always taken by someone (a
- *                cancelled waiter that consumed the wakeup must pass it on)
+ *   no lost signal  two waiters, both inside wait each round; one signal and a cancellation of one
+ *                waiter race, round after round: whichever waiter is cancelled, the token is
+ *                always taken by someone (a cancelled waiter that consumed the wakeup must pass
+ *                it on)
  *
  * Under ThreadSanitizer the pthread_cancel unwinding crosses TSan's interceptors; that is supported,
  * but the no-lost-signal rounds are reduced there.
@@ -117,17 +118,24 @@ struct race {
 	pthread_cond_t c;
 	int tokens;		/* under m */
 	int taken[2];		/* under m */
+	int waiting;		/* under m: racers inside pthread_cond_wait() */
 };
 
 struct racer {
 	struct race *r;
 	int id;
+	int in_wait;		/* under m */
 };
 
+/* runs with m held: a cancelled pthread_cond_wait() takes the mutex back before the handlers */
 static void racer_cleanup(void *arg)
 {
 	struct racer *x = arg;
 
+	if (x->in_wait) {
+		x->in_wait = 0;
+		x->r->waiting--;
+	}
 	pthread_mutex_unlock(&x->r->m);
 }
 
@@ -139,8 +147,13 @@ static void *racer_main(void *arg)
 	pthread_mutex_lock(&r->m);
 	pthread_cleanup_push(racer_cleanup, x);
 	for (;;) {
-		while (r->tokens == 0)
+		while (r->tokens == 0) {
+			r->waiting++;
+			x->in_wait = 1;
 			pthread_cond_wait(&r->c, &r->m);
+			x->in_wait = 0;
+			r->waiting--;
+		}
 		r->tokens--;
 		r->taken[x->id]++;
 	}
@@ -151,16 +164,24 @@ static void *racer_main(void *arg)
 static void check_no_lost_signal(int rounds)
 {
 	struct race r = { .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
-	struct racer x[2] = { { &r, 0 }, { &r, 1 } };
+	struct racer x[2] = { { &r, 0, 0 }, { &r, 1, 0 } };
 	pthread_t t[2];
 
 	CHECK_EQ(pthread_create(&t[1], NULL, racer_main, &x[1]), 0);
 	for (int i = 0; i < rounds; i++) {
 		CHECK_EQ(pthread_create(&t[0], NULL, racer_main, &x[0]), 0);
-		/* let both be waiting (token count 0, nobody holds m for long) */
-		for (int k = 0; k < 3; k++)
+		/*
+		 * until both wait: then the signal wakes one of them, and when that is racer 0 the
+		 * cancel races its wake-up (a few yields were not enough where creating a thread is
+		 * slow, under qemu-user: racer 1 took the token before racer 0 waited)
+		 */
+		for (;;) {
+			pthread_mutex_lock(&r.m);
+			if (r.waiting == 2)
+				break;
+			pthread_mutex_unlock(&r.m);
 			sched_yield();
-		pthread_mutex_lock(&r.m);
+		}
 		int before = r.taken[0] + r.taken[1];
 		r.tokens = 1;
 		pthread_cond_signal(&r.c);
