@@ -172,8 +172,9 @@ static void check_no_lost_signal(int rounds)
 		CHECK_EQ(pthread_create(&t[0], NULL, racer_main, &x[0]), 0);
 		/*
 		 * until both wait: then the signal wakes one of them, and when that is racer 0 the
-		 * cancel races its wake-up (a few yields were not enough where creating a thread is
-		 * slow, under qemu-user: racer 1 took the token before racer 0 waited)
+		 * cancel races its wake-up (a few yields are not always enough: where creating a
+		 * thread is slow, as under qemu-user, racer 0 may not wait yet, and then racer 1
+		 * takes the token and the race is not run)
 		 */
 		for (;;) {
 			pthread_mutex_lock(&r.m);
