@@ -2,20 +2,14 @@
 """oversub.py RUNS.jsonl - per cell and lock (or the run's "cfg" tag, where present) of a file of
 locklab-run lines: median throughput, every run's p99 (sorted), median p99.9 and median Jain
 fairness."""
-import collections
-import json
 import statistics as st
 import sys
 
+from streaks import runs_by_cell
+
 
 def main(path):
-    runs = collections.defaultdict(list)
-    for line in open(path):
-        if not line.startswith("{"):
-            continue
-        d = json.loads(line)
-        p = d["params"]
-        runs[(p["threads"], p["cs-ns"], p["parallel-ratio"]), d.get("cfg", d["lock"])].append(d["result"])
+    runs = runs_by_cell(path)
     print("| threads / cs ns / outside | lock | Mops/s | p99 of each run, µs | p99.9 ms | Jain |")
     print("|---|---|---:|---|---:|---:|")
     for (cell, lock), v in sorted(runs.items()):

@@ -21,17 +21,25 @@ def share_above(cdf, ns):
     return 0.0
 
 
+def runs_by_cell(path):
+    """{((threads, cs-ns, parallel-ratio), the run's "cfg" tag or its lock): [result, ...]}"""
+    runs = collections.defaultdict(list)
+    for line in open(path):
+        if line.startswith("{"):
+            d = json.loads(line)
+            p = d["params"]
+            runs[(p["threads"], p["cs-ns"], p["parallel-ratio"]), d.get("cfg", d["lock"])].append(d["result"])
+    return runs
+
+
 def main(path):
     cells = collections.defaultdict(list)
-    for line in open(path):
-        if not line.startswith("{"):
-            continue
-        d = json.loads(line)
-        r, cs = d["result"], d["params"]["cs-ns"]
-        lat = r["latency"]
-        cells[(cs, d["cfg"])].append((r["ops_per_sec"] / 1e6, share_above(lat["cdf"], 2 * cs + 500),
-                                      lat["p50_ns"], lat["p99_ns"], lat["p999_ns"], lat["max_ns"],
-                                      r["fairness_jain"]))
+    for ((_, cs, _), cfg), results in runs_by_cell(path).items():
+        for r in results:
+            lat = r["latency"]
+            cells[(cs, cfg)].append((r["ops_per_sec"] / 1e6, share_above(lat["cdf"], 2 * cs + 500),
+                                     lat["p50_ns"], lat["p99_ns"], lat["p999_ns"], lat["max_ns"],
+                                     r["fairness_jain"]))
     print("| cs | configuration | runs | Mops/s | waits > 2 cs + 500 ns | p50 ns | p99 ns | p99 range | "
           "p99.9 ns | max ns | Jain |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
