@@ -859,6 +859,48 @@ uint64_t lab_percentile(const uint64_t *sorted, size_t n, double pct)
 	return sorted[k < n ? k : n - 1];
 }
 
+/*
+ * Each thread's own p99 (nearest rank over its own samples), for the threads that have samples:
+ * their largest and their median (the lower middle one for an even count), and how many threads
+ * had samples. The merged percentiles weigh
+ * threads by how many acquisitions they timed, so a thread that a lock starves adds few samples and
+ * barely moves them; its own p99 is its long waits. (The largest is never below the merged p99:
+ * if every thread had fewer than its 1 % of samples at or above it, the merged samples would too.)
+ */
+static void emit_thread_p99(struct lab_json *j, const struct lab_window *w)
+{
+	uint64_t *p99 = malloc((w->nthreads ? w->nthreads : 1) * sizeof(uint64_t));
+	uint64_t *one = NULL;
+	size_t cap = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->nthreads && p99; i++) {
+		size_t m = w->ctx[i].lat_n;
+
+		if (!m)
+			continue;
+		if (m > cap) {
+			uint64_t *b = realloc(one, m * sizeof(uint64_t));
+
+			if (!b)
+				break;
+			one = b;
+			cap = m;
+		}
+		memcpy(one, w->ctx[i].lat, m * sizeof(uint64_t));
+		qsort(one, m, sizeof(uint64_t), cmp_u64);
+		p99[n++] = lab_percentile(one, m, 99);
+	}
+	if (p99 && n) {
+		qsort(p99, n, sizeof(uint64_t), cmp_u64);
+		lj_u64(j, "threads_sampled", n);
+		lj_u64(j, "thread_p99_max_ns", p99[n - 1]);
+		lj_u64(j, "thread_p99_median_ns", p99[(n - 1) / 2]);
+	}
+	free(one);
+	free(p99);
+}
+
 void lab_emit_latency(struct lab_json *j, const char *key, const struct lab_window *w)
 {
 	size_t total = 0, k = 0;
@@ -878,6 +920,7 @@ void lab_emit_latency(struct lab_json *j, const char *key, const struct lab_wind
 		lj_u64(j, "p99_ns", lab_percentile(all, total, 99));
 		lj_u64(j, "p999_ns", lab_percentile(all, total, 99.9));
 		lj_u64(j, "max_ns", all[total - 1]);
+		emit_thread_p99(j, w);
 		lj_arr_begin(j, "cdf");
 		/* ~100 evenly spaced points plus the tail, deduplicated by index */
 		size_t last = (size_t)-1;

@@ -146,6 +146,22 @@ def test_waits_that_straddle_the_window_opening_are_latency_samples(lock):
     assert lat["max_ns"] >= 10_000_000 * (t - 2) / 2, lat
 
 
+def test_thread_p99_is_each_threads_own_tail():
+    # One thread: its own p99 is the run's.
+    lat = run_ok("mutex", "--lock", "glibc_normal", "--threads", "1", "--cs-ns", "100", "--lat-every", "1",
+                 *SHORT)["latency"]
+    assert lat["threads_sampled"] == 1, lat
+    assert lat["thread_p99_max_ns"] == lat["thread_p99_median_ns"] == lat["p99_ns"], lat
+    # Four threads (on a loaded machine a thread can miss a short window entirely: at least one has
+    # samples). The largest thread p99 is never below the merged p99 (if each thread had fewer than
+    # its 1 % of samples at or above a value, the merged samples would too) nor above the largest
+    # sample, and the median is at most the largest.
+    lat = run_ok("mutex", "--lock", "glibc_normal", "--threads", "4", "--cs-ns", "100", *SHORT)["latency"]
+    assert 1 <= lat["threads_sampled"] <= 4, lat
+    assert lat["thread_p99_median_ns"] <= lat["thread_p99_max_ns"] <= lat["max_ns"], lat
+    assert lat["thread_p99_max_ns"] >= lat["p99_ns"], lat
+
+
 def _calibrated(env_value, *args):
     env = dict(os.environ, LOCKLAB_BUSY_NS_PER_ITER=str(env_value))
     p = subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=60, env=env)
