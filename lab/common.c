@@ -862,10 +862,11 @@ uint64_t lab_percentile(const uint64_t *sorted, size_t n, double pct)
 /*
  * Each thread's own p99 (nearest rank over its own samples), for the threads that have samples:
  * their largest and their median (the lower middle one for an even count), and how many threads
- * had samples. The merged percentiles weigh
- * threads by how many acquisitions they timed, so a thread that a lock starves adds few samples and
- * barely moves them; its own p99 is its long waits. (The largest is never below the merged p99:
- * if every thread had fewer than its 1 % of samples at or above it, the merged samples would too.)
+ * had samples. The merged percentiles weigh threads by how many acquisitions they timed, so a
+ * thread that a lock starves adds few samples and barely moves them; its own p99 is its long
+ * waits. (The largest is never below the merged p99: if every thread had fewer than its 1 % of
+ * samples at or above it, the merged samples would too.) Out of memory: no fields, never a count
+ * of some of the threads.
  */
 static void emit_thread_p99(struct lab_json *j, const struct lab_window *w)
 {
@@ -882,8 +883,10 @@ static void emit_thread_p99(struct lab_json *j, const struct lab_window *w)
 		if (m > cap) {
 			uint64_t *b = realloc(one, m * sizeof(uint64_t));
 
-			if (!b)
+			if (!b) {
+				n = 0;
 				break;
+			}
 			one = b;
 			cap = m;
 		}
