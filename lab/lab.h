@@ -317,7 +317,7 @@ void lab_emit_batch(struct lab_json *j, const struct lab_window *w);
 /* Merges every thread's latency samples and emits {"samples":N,"p50_ns":..,"p90_ns":..,"p99_ns":..,
  * "p999_ns":..,"max_ns":..,"threads_sampled":..,"thread_p99_max_ns":..,"thread_p99_median_ns":..,
  * "cdf":[[ns,fraction],...] (about 100 points)} under `key`: the thread_p99 fields are the largest
- * and the median of each sampled thread's own p99. */
+ * and the median (the lower middle one for an even count) of each sampled thread's own p99. */
 void lab_emit_latency(struct lab_json *j, const char *key, const struct lab_window *w);
 /* Percentile (0..100) of a sorted array. */
 uint64_t lab_percentile(const uint64_t *sorted, size_t n, double pct);
