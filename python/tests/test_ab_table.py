@@ -132,3 +132,26 @@ def test_speed_column_compares_the_window_speed_and_says_when_it_is_missing(tmp_
     # the control has no window speed in cell 4 (an older record): n/a, the other metrics as before
     assert four[3] == "n/a" and len(four) == 4, four
     assert cell_line(plain.stdout, 4).split()[3:] == four[:3]
+
+
+def test_thread_p99_column_compares_the_worst_threads_tail(tmp_path):
+    """--thread-p99: a candidate with the same merged p99 but a worst thread ten times longer is
+    marked worse there, in the metric's direction (lower is better); n/a where a record has none."""
+    runs = []
+    for i in range(6):
+        for t, ctl_tp, cand_tp in ((2, 1000, 10000), (4, None, 500)):
+            c = run_rec("ctl", t, 100 + i, 50, 1000)
+            d = run_rec("cand", t, 100 + i, 50, 1000)
+            if ctl_tp is not None:
+                c["result"]["latency"]["thread_p99_max_ns"] = ctl_tp + i
+            d["result"]["latency"]["thread_p99_max_ns"] = cand_tp + i
+            runs += [c, d]
+    f = write(tmp_path / "a.json", runs)
+    r = ab("--thread-p99", "--speed", "--control", "ctl", "--candidates", "cand", f)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].split() == ["ops/s", "cpu/op", "p99", "tp99", "speed"]
+    two = cell_line(r.stdout, 2).split()[3:]
+    assert two[3][-1] == "-" and abs(float(two[3][:-1]) - 10002.5 / 1002.5) < 0.01, two
+    assert two[2][-1] != "-" and two[4] == "n/a", two  # same merged p99; no speed recorded
+    four = cell_line(r.stdout, 4).split()[3:]
+    assert four[3] == "n/a", four

@@ -15,10 +15,17 @@ def _runs(lock, params, per_repeat):
              "result": per_repeat(i)} for i in range(REPEATS)]
 
 
-def mutex_result(ops, p99, p999, jain, cpu=100.0, pair=4.0):
-    return lambda i: {"ops_per_sec": ops + i, "latency": {"p99_ns": p99 + i, "p999_ns": p999 + i},
-                      "fairness_jain": jain + i / 1000, "cpu_ns_per_op": cpu + i,
-                      "uncontended_pair_ns": pair, "total_ops": 1000, "nvcsw": 10}
+def mutex_result(ops, p99, p999, jain, cpu=100.0, pair=4.0, tp99=None, sampled=None):
+    """A run result; tp99 and sampled, when given, are the worst thread's p99 and the threads timed
+    (left out, as in a results file from before the driver reported them)."""
+    def res(i):
+        lat = {"p99_ns": p99 + i, "p999_ns": p999 + i}
+        if tp99 is not None:
+            lat.update(thread_p99_max_ns=tp99 + i, threads_sampled=sampled)
+        return {"ops_per_sec": ops + i, "latency": lat, "fairness_jain": jain + i / 1000,
+                "cpu_ns_per_op": cpu + i, "uncontended_pair_ns": pair, "total_ops": 1000,
+                "nvcsw": 10}
+    return res
 
 
 def mutex_doc():
@@ -28,10 +35,13 @@ def mutex_doc():
         (2, "lk_mutex"): mutex_result(100, 500, 900, 0.900),
         (2, "glibc_normal"): mutex_result(80, 300, 902, 0.901),
         (2, "rust_parking_lot"): mutex_result(99, 400, 901, 0.902),
-        # at 32 threads: behind parking_lot on throughput and Jain, and twice its CPU per op
-        (32, "lk_mutex"): mutex_result(50, 200, 900, 0.50, cpu=200, pair=5.5),
-        (32, "glibc_normal"): mutex_result(20, 201, 901, 0.60, cpu=150),
-        (32, "rust_parking_lot"): mutex_result(80, 202, 902, 0.90, pair=3.5),
+        # at 32 threads: behind parking_lot on throughput and Jain, and twice its CPU per op; on
+        # the worst thread's p99 behind parking_lot, which timed fewer threads (20 of 32)
+        (32, "lk_mutex"): mutex_result(50, 200, 900, 0.50, cpu=200, pair=5.5, tp99=5000,
+                                       sampled=32),
+        (32, "glibc_normal"): mutex_result(20, 201, 901, 0.60, cpu=150, tp99=9000, sampled=32),
+        (32, "rust_parking_lot"): mutex_result(80, 202, 902, 0.90, pair=3.5, tp99=3000,
+                                               sampled=20),
     }
     runs = []
     for (t, lock), res in plan.items():
@@ -71,17 +81,26 @@ def test_standing_reads_each_metric_through_its_direction():
 def test_losses_name_every_cell_where_the_subject_is_neither_first_nor_tied():
     text = "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
     assert "### Where lk_mutex is neither first nor tied" in text
-    assert "3 of 8 (cell, metric) pairs." in text
-    # split into the issue's targets (throughput, p99) and what is reported beside them (Jain)
+    # 4 metrics at 2 threads (no worst-thread p99 reported there), 5 at 32
+    assert "4 of 9 (cell, metric) pairs." in text
+    # split into the issue's targets (throughput, p99) and what is reported beside them
     targets, beside = text.split("On the issue's targets")[1].split("Reported beside them")
     assert targets.count("| threads=") == 2 and "| Jain fairness |" not in targets
-    assert beside.startswith(": 1:") and beside.count("| threads=32 | Jain fairness |") == 1
+    assert "worst thread's p99" not in targets
+    assert beside.startswith(": 2:") and beside.count("| threads=32 | Jain fairness |") == 1
     loss_rows = [ln for ln in text.splitlines()
                  if ln.startswith("| threads=") and "x [" in ln and ln.count("|") == 9]
     got = {(ln.split(" | ")[0][2:], ln.split(" | ")[1], ln.split(" | ")[2]) for ln in loss_rows}
     assert got == {("threads=2", "p99 latency", "glibc_normal"),
                    ("threads=32", "throughput", "rust_parking_lot"),
-                   ("threads=32", "Jain fairness", "rust_parking_lot")}
+                   ("threads=32", "Jain fairness", "rust_parking_lot"),
+                   ("threads=32", "worst thread's p99", "rust_parking_lot")}
+    # the worst-thread row says how many threads each lock timed, and marks the lock ahead that
+    # timed fewer: its worst thread is the worst of fewer threads
+    tp = next(ln for ln in loss_rows if "worst thread's p99" in ln)
+    assert "| 5,002 | 3,002 | 1.67x [" in tp, tp
+    assert tp.endswith("| 0.90 / 0.50; threads timed 20 / 32 fewer |"), tp
+    assert "In 1 of the 1 worst-thread p99 rows the lock ahead timed acquisitions in fewer" in text
     thr = next(ln for ln in loss_rows if "throughput" in ln)
     assert "0.63x [" in thr  # 52 / 82
     # the fairness column: parking_lot's Jain 0.90 against lk_mutex's 0.50, no min share reported
@@ -90,7 +109,12 @@ def test_losses_name_every_cell_where_the_subject_is_neither_first_nor_tied():
     p99 = next(ln for ln in loss_rows if "p99 latency" in ln)
     assert p99.endswith("| 0.90 / 0.90 |") and "latency rows the lock ahead is less fair" not in text
     # the per-cell table carries every metric for every cell
-    assert "| cell | throughput | p99 latency | p99.9 latency | Jain fairness |" in text
+    assert ("| cell | throughput | p99 latency | p99.9 latency | worst thread's p99 | "
+            "Jain fairness |") in text
+    # a file without the per-thread field reads "-" there, and is not judged on it
+    assert "| threads=2 | first (1.01x rust_parking_lot) | **behind glibc_normal: 1.66x** [" in text
+    row2 = next(ln for ln in text.splitlines() if ln.startswith("| threads=2 | first"))
+    assert row2.split(" | ")[4] == "-", row2
     assert "| threads=2 | first (1.01x rust_parking_lot) | **behind glibc_normal: 1.66x**" in text
 
 
@@ -286,7 +310,7 @@ def test_a_latency_lead_of_a_less_fair_lock_is_marked():
     text = "\n".join(suite.standing_md(doc, "lk_mutex"))
     p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=2 | p99 latency |"))
     assert p99.endswith("| 0.50 (0.00) / 0.90 (0.80) * |")
-    assert "In 1 of the 1 latency rows the lock ahead is less fair than lk_mutex" in text
+    assert "In 1 of the 2 latency rows the lock ahead is less fair than lk_mutex" in text
     # a Jain loss is not a latency row, and the throughput row's lock ahead is fairer: no mark
     thr = next(ln for ln in text.splitlines() if ln.startswith("| threads=32 | throughput |"))
     assert not thr.endswith("* |")
