@@ -14,8 +14,9 @@
  *
  *	every wait  <=  NT * (handoff_ns + longest critical section + WAKE) + WAKE
  *
- * with WAKE, one wake-up, set generously for a busy machine (10 ms; 100 ms under a sanitizer; the
- * longest wait measured here was 11 ms, the bound comes to ~0.5 s): a safety net, not a timing claim.
+ * with WAKE, one wake-up, set generously for a busy machine (10 ms; 100 ms under a sanitizer; both
+ * times LOCKLAB_TEST_TIMEOUT_SCALE; the longest wait measured here was 11 ms, the bound comes to
+ * ~0.5 s): a safety net, not a timing claim.
  * And every untimed thread acquires at least once before the run stops (with the mechanism switched
  * off - handoff_ns 10 s - one thread of the 10 ms spinning run got nothing in 0.6 s; a timed waiter
  * may time out on every call, its deadline being shorter than its handoff deadline). The exact,
@@ -91,7 +92,8 @@ static void run(const char *what, uint64_t handoff_ns, uint32_t spin_min_ns, uin
 {
 	struct lk_mutex_policy def, p;
 	pthread_t t[NT];
-	uint64_t wake = lkt_sanitized() ? 100000000ull : 10000000ull;
+	/* scaled like every timeout here: under qemu-user (check-arm64) a wake-up takes longer */
+	uint64_t wake = (lkt_sanitized() ? 100000000ull : 10000000ull) * lkt_timeout_scale();
 	int before = lkt_failures;
 
 	lk_mutex_get_policy(&def);
