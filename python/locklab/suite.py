@@ -300,8 +300,8 @@ JUDGED = {
 # The metrics issue 11 sets targets on (first or tied in every cell); the others are reported beside.
 TARGETED = {"ops_per_sec", "finish_s", "p99_ns"}
 LABEL = {"ops_per_sec": "throughput", "p99_ns": "p99 latency", "p999_ns": "p99.9 latency",
-         "thread_p99_max_ns": "worst thread's p99", "fairness_jain": "Jain fairness", "finish_s": "time to finish",
-         "slowest_thread_s": "slowest thread"}
+         "thread_p99_max_ns": "worst thread's p99", "fairness_jain": "Jain fairness",
+         "finish_s": "time to finish", "slowest_thread_s": "slowest thread"}
 
 
 def cell_results(doc, cell):
