@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""threadp99.py - the worst thread's own p99 (result.latency.thread_p99_max_ns) of a locklab suite
-or bench results file, per thread count: lk_mutex's against threads x handoff_ns, and every lock's
-median, so the (q + 1) x handoff_ns bound of lk_mutex's owed waiters can be read beside the peers.
+"""threadp99.py - the worst thread's own p99 (result.latency.thread_p99_max_ns) per thread count
+and lock, beside threads x handoff_ns, the merged p99, Jain, the threads timed, and throughput and
+CPU per op over a subject lock's: lk_mutex's (q + 1) x handoff_ns read beside the peers.
 
-    threadp99.py issue11-mutex.json [--handoff-ns 1000000]
+    threadp99.py issue11-mutex.json                       # a suite or bench results file
+    threadp99.py --subject lk handoff.jsonl               # scripts/mutex-ab --out (variants as locks)
+    threadp99.py --cells yield-h500.jsonl                 # per cell: every run's ops/s
 
-Per thread count and lock: the median over the cells (each cell: the median over its runs) and the
-range of those cell medians, and the lock's median Jain index and threads timed. Exit 2 with
-one line on a file it cannot read.
+Files: results files, *.jsonl of driver run records, or scripts/mutex-ab --out files (their variant
+names stand for the locks), read by locklab.results.run_records as scripts/ab-table reads them.
+Per thread count and lock: the median over the cells of each cell's median over its runs, and for
+the worst thread's p99 the range of those cell medians. Exit 2 with one line on input it cannot
+read.
 """
 import argparse
-import json
+import os
 import statistics
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+from locklab.errors import FileError  # noqa: E402
+from locklab.results import run_records  # noqa: E402
+
+med = statistics.median
 
 
 def fmt(ms):
@@ -21,85 +31,115 @@ def fmt(ms):
     return f"{ms * 1000:.3g} us" if ms < 1 else f"{ms:.3g} ms"
 
 
+def cells_of(files):
+    """{(threads, cell key): {lock: [results]}} over the successful mutex runs of the files."""
+    cells = defaultdict(lambda: defaultdict(list))
+    for f in files:
+        for r in run_records(f, validate=False):
+            if isinstance(r.get("record"), dict) and "variant" in r:
+                r = dict(r["record"], lock=r["variant"])  # a scripts/mutex-ab line
+            res = r.get("result") or {}
+            if "ops_per_sec" not in res or not isinstance(r.get("params"), dict):
+                continue
+            p = r["params"]
+            key = tuple(sorted((k, str(v)) for k, v in p.items() if k != "lock"))
+            cells[(p.get("threads"), key)][r["lock"]].append(res)
+    return cells
+
+
+def lat(r, k):
+    v = (r.get("latency") or {}).get(k)
+    return v if isinstance(v, (int, float)) else None
+
+
+def table(title, locks, threads, cell_fn, first=None):
+    print(f"\n{title}\n")
+    print("| threads | " + (f"{first[0]} | " if first else "") + " | ".join(locks) + " |")
+    print("|---:|" + ("---:|" if first else "") + "---|" * len(locks))
+    for t in threads:
+        print(f"| {t} | " + (f"{first[1](t)} | " if first else "") +
+              " | ".join(cell_fn(t, lk) for lk in locks) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("file")
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--subject", default="lk_mutex", help="the lock the ratios are taken over")
     ap.add_argument("--handoff-ns", type=int, default=1000000,
-                    help="lk_mutex's handoff_ns in the runs (the default policy: 1 ms)")
+                    help="the subject's handoff_ns in the runs (the default policy: 1 ms)")
+    ap.add_argument("--cells", action="store_true", help="one line per cell: every run's ops/s")
     a = ap.parse_args()
     try:
-        with open(a.file) as f:
-            doc = json.load(f)
-        runs = doc["runs"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"threadp99.py: {a.file}: not a readable results file ({e})", file=sys.stderr)
+        cells = cells_of(a.files)
+    except FileError as e:
+        print(f"threadp99.py: {e}", file=sys.stderr)
         sys.exit(2)
-    cell = defaultdict(lambda: defaultdict(list))  # (threads, cell key) -> lock -> results
-    for r in runs:
-        res = r.get("result") or {}
-        if not isinstance((res.get("latency") or {}).get("thread_p99_max_ns"), (int, float)):
-            continue
-        p = r["params"]
-        key = tuple(sorted((k, v) for k, v in p.items() if k != "lock"))
-        cell[(p.get("threads"), key)][r["lock"]].append(res)
-    per = defaultdict(lambda: defaultdict(lambda: {"tp": [], "jain": [], "timed": []}))
-    for (t, _), by_lock in cell.items():
-        for lock, rs in by_lock.items():
-            d = per[t][lock]
-            d["tp"].append(statistics.median(r["latency"]["thread_p99_max_ns"] for r in rs) / 1e6)
-            d["jain"] += [r["fairness_jain"] for r in rs if isinstance(r.get("fairness_jain"), (int, float))]
-            d["timed"] += [r["latency"]["threads_sampled"] for r in rs
-                           if isinstance(r["latency"].get("threads_sampled"), int)]
-    if not per:
-        print(f"threadp99.py: {a.file}: no run reports latency.thread_p99_max_ns", file=sys.stderr)
+    if not cells:
+        print("threadp99.py: no successful mutex run in the files given", file=sys.stderr)
         sys.exit(2)
-    locks = sorted({lk for t in per for lk in per[t]})
-    print("Worst thread's p99: the median over the cells (the range of the cell medians)\n")
-    print("| threads | threads x handoff_ns | " + " | ".join(locks) + " |")
-    print("|---:|---:|" + "---|" * len(locks))
-    for t in sorted(per):
-        row = [str(t), fmt(t * a.handoff_ns / 1e6)]
-        for lk in locks:
-            tp = per[t].get(lk, {}).get("tp")
-            row.append(f"{fmt(statistics.median(tp))} ({fmt(min(tp))} - {fmt(max(tp))})" if tp else "-")
-        print("| " + " | ".join(row) + " |")
-    print("\nJain index / threads timed (threads_sampled): medians over the runs\n")
-    print("| threads | " + " | ".join(locks) + " |")
-    print("|---:|" + "---|" * len(locks))
-    for t in sorted(per):
-        row = [str(t)]
-        for lk in locks:
-            d = per[t].get(lk)
-            jain = f"{statistics.median(d['jain']):.2f}" if d and d["jain"] else "-"
-            timed = f"{statistics.median(d['timed']):.0f}" if d and d["timed"] else "-"
-            row.append(f"{jain} / {timed}")
-        print("| " + " | ".join(row) + " |")
-    if "lk_mutex" in locks:
-        print("\nThroughput and CPU per op over lk_mutex's, per cell (medians over the runs): the "
-              "median over the cells [lowest-highest]\n")
-        print("| threads | " + " | ".join(lk for lk in locks if lk != "lk_mutex") + " |")
-        print("|---:|" + "---|" * (len(locks) - 1))
-        for t in sorted(per):
-            row = [str(t)]
-            for lk in locks:
-                if lk == "lk_mutex":
-                    continue
-                ops, cpu = [], []
-                for (tt, _), by_lock in cell.items():
-                    a, b = by_lock.get(lk), by_lock.get("lk_mutex")
-                    if tt != t or not a or not b:
-                        continue
-                    ops.append(statistics.median(r["ops_per_sec"] for r in a) /
-                               statistics.median(r["ops_per_sec"] for r in b))
-                    ca = [r["cpu_ns_per_op"] for r in a if isinstance(r.get("cpu_ns_per_op"), (int, float))]
-                    cb = [r["cpu_ns_per_op"] for r in b if isinstance(r.get("cpu_ns_per_op"), (int, float))]
-                    if ca and cb:
-                        cpu.append(statistics.median(ca) / statistics.median(cb))
-                row.append((f"ops {statistics.median(ops):.2f}x [{min(ops):.2f}-{max(ops):.2f}]" if ops else "-") +
-                           (f"; CPU/op {statistics.median(cpu):.2f}x [{min(cpu):.2f}-{max(cpu):.2f}]" if cpu else ""))
-            print("| " + " | ".join(row) + " |")
-    print(f"\n{sum(len(v) for v in cell.values())} (cell, lock) pairs over "
-          f"{len(cell)} cells.")
+    locks = sorted({lk for by in cells.values() for lk in by})
+    if a.cells:
+        # name a cell by the parameters that differ between the cells
+        vary = {k for k in {k for _, key in cells for k, _ in key}
+                if len({dict(key).get(k) for _, key in cells}) > 1}
+        for (_, key), by in sorted(cells.items(), key=lambda kv: kv[0][1]):
+            print(", ".join(f"{k}={v}" for k, v in key if k in vary) + ": " + "; ".join(
+                f"{lk} {med(r['ops_per_sec'] for r in rs) / 1e6:.3f}M [" +
+                ", ".join(f"{r['ops_per_sec'] / 1e6:.2f}" for r in rs) + "]"
+                for lk, rs in sorted(by.items())))
+        return
+
+    def per_cell(t, lk, get):
+        """The lock's per-cell medians of get(result) at t threads (cells where every run has it)."""
+        out = []
+        for (tt, _), by in cells.items():
+            vals = [get(r) for r in by.get(lk, [])] if tt == t else []
+            if vals and None not in vals:
+                out.append(med(vals))
+        return out
+
+    threads = sorted({t for t, _ in cells}, key=lambda t: (t is None, t))
+
+    def worst(t, lk):
+        v = per_cell(t, lk, lambda r: lat(r, "thread_p99_max_ns"))
+        return f"{fmt(med(v) / 1e6)} ({fmt(min(v) / 1e6)} - {fmt(max(v) / 1e6)})" if v else "-"
+
+    def merged(t, lk):
+        v = per_cell(t, lk, lambda r: lat(r, "p99_ns"))
+        return fmt(med(v) / 1e6) if v else "-"
+
+    def fair(t, lk):
+        j = [r["fairness_jain"] for (tt, _), by in cells.items() if tt == t
+             for r in by.get(lk, []) if isinstance(r.get("fairness_jain"), (int, float))]
+        s = [lat(r, "threads_sampled") for (tt, _), by in cells.items() if tt == t
+             for r in by.get(lk, []) if lat(r, "threads_sampled") is not None]
+        return f"{med(j):.2f}" if j else "-", f"{med(s):.0f}" if s else "-"
+
+    def over_subject(t, lk):
+        ops, cpu = [], []
+        for (tt, _), by in cells.items():
+            x, y = by.get(lk), by.get(a.subject)
+            if tt != t or not x or not y:
+                continue
+            ops.append(med(r["ops_per_sec"] for r in x) / med(r["ops_per_sec"] for r in y))
+            cx = [r["cpu_ns_per_op"] for r in x if isinstance(r.get("cpu_ns_per_op"), (int, float))]
+            cy = [r["cpu_ns_per_op"] for r in y if isinstance(r.get("cpu_ns_per_op"), (int, float))]
+            if cx and cy:
+                cpu.append(med(cx) / med(cy))
+        return ((f"ops {med(ops):.2f}x [{min(ops):.2f}-{max(ops):.2f}]" if ops else "-") +
+                (f"; CPU/op {med(cpu):.2f}x [{min(cpu):.2f}-{max(cpu):.2f}]" if cpu else ""))
+
+    table("Worst thread's p99: the median over the cells (the range of the cell medians)", locks,
+          threads, worst, first=("threads x handoff_ns", lambda t: fmt(t * a.handoff_ns / 1e6)))
+    table("Merged p99: the median over the cells", locks, threads, merged)
+    table("Jain index / threads timed (threads_sampled): medians over the runs", locks, threads,
+          lambda t, lk: " / ".join(fair(t, lk)))
+    if a.subject in locks:
+        table(f"Throughput and CPU per op over {a.subject}'s, per cell (medians over the runs): the "
+              "median over the cells [lowest-highest]", [lk for lk in locks if lk != a.subject],
+              threads, over_subject)
+    print(f"\n{sum(len(by) for by in cells.values())} (cell, lock) pairs over {len(cells)} cells.")
+
 
 if __name__ == "__main__":
     main()
