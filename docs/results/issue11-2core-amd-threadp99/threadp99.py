@@ -90,11 +90,12 @@ def main():
         return
 
     def per_cell(t, lk, get):
-        """The lock's per-cell medians of get(result) at t threads (cells where every run has it)."""
+        """The lock's per-cell medians of get(result) at t threads, over the runs that report it (a
+        run with no timed acquisition has no latency figures)."""
         out = []
         for (tt, _), by in cells.items():
-            vals = [get(r) for r in by.get(lk, [])] if tt == t else []
-            if vals and None not in vals:
+            vals = [v for r in by.get(lk, []) if (v := get(r)) is not None] if tt == t else []
+            if vals:
                 out.append(med(vals))
         return out
 
