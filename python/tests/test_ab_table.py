@@ -110,17 +110,26 @@ def test_reads_mutex_ab_files_by_variant(tmp_path):
     assert r.returncode == 0 and "(2, 1, 0)" not in r.stdout
 
 
-def test_speed_column_compares_the_window_speed_and_says_when_it_is_missing(tmp_path):
+def runs_with(put, cells):
+    """Six ctl and cand runs per cell, equal on the three default metrics; for each (threads,
+    ctl value, cand value) of `cells`, put(result, value, i) sets the extra field of repeat i
+    (a None value leaves it out, as an older record would)."""
     runs = []
     for i in range(6):
-        for t, ctl_speed, cand_speed in ((2, 1.0, 0.5), (4, None, 0.5)):
+        for t, ctl_v, cand_v in cells:
             c = run_rec("ctl", t, 100 + i, 50, 1000)
             d = run_rec("cand", t, 100 + i, 50, 1000)
-            if ctl_speed is not None:
-                c["result"]["window_work_speed"] = ctl_speed + i / 100
-            d["result"]["window_work_speed"] = cand_speed + i / 100
+            for rec, v in ((c, ctl_v), (d, cand_v)):
+                if v is not None:
+                    put(rec["result"], v, i)
             runs += [c, d]
-    f = write(tmp_path / "a.json", runs)
+    return runs
+
+
+def test_speed_column_compares_the_window_speed_and_says_when_it_is_missing(tmp_path):
+    def put(res, v, i):
+        res["window_work_speed"] = v + i / 100
+    f = write(tmp_path / "a.json", runs_with(put, ((2, 1.0, 0.5), (4, None, 0.5))))
     plain = ab("--control", "ctl", "--candidates", "cand", f)
     r = ab("--speed", "--control", "ctl", "--candidates", "cand", f)
     assert plain.returncode == 0 and r.returncode == 0, r.stderr
@@ -137,16 +146,9 @@ def test_speed_column_compares_the_window_speed_and_says_when_it_is_missing(tmp_
 def test_thread_p99_column_compares_the_worst_threads_tail(tmp_path):
     """--thread-p99: a candidate with the same merged p99 but a worst thread ten times longer is
     marked worse there, in the metric's direction (lower is better); n/a where a record has none."""
-    runs = []
-    for i in range(6):
-        for t, ctl_tp, cand_tp in ((2, 1000, 10000), (4, None, 500)):
-            c = run_rec("ctl", t, 100 + i, 50, 1000)
-            d = run_rec("cand", t, 100 + i, 50, 1000)
-            if ctl_tp is not None:
-                c["result"]["latency"]["thread_p99_max_ns"] = ctl_tp + i
-            d["result"]["latency"]["thread_p99_max_ns"] = cand_tp + i
-            runs += [c, d]
-    f = write(tmp_path / "a.json", runs)
+    def put(res, v, i):
+        res["latency"]["thread_p99_max_ns"] = v + i
+    f = write(tmp_path / "a.json", runs_with(put, ((2, 1000, 10000), (4, None, 500))))
     r = ab("--thread-p99", "--speed", "--control", "ctl", "--candidates", "cand", f)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1].split() == ["ops/s", "cpu/op", "p99", "tp99", "speed"]
