@@ -157,3 +157,40 @@ def test_thread_p99_column_compares_the_worst_threads_tail(tmp_path):
     assert two[2][-1] != "-" and two[4] == "n/a", two  # same merged p99; no speed recorded
     four = cell_line(r.stdout, 4).split()[3:]
     assert four[3] == "n/a", four
+
+
+def test_an_axis_the_runs_differ_in_makes_its_own_cells(tmp_path):
+    """Runs that differ in groups (the yield-in-lock cells: one lock or two) are never pooled into
+    one cell: the axis is added to the cell where the files' runs differ in it, and only there."""
+    runs = []
+    for i in range(6):
+        for groups, cand_ops in ((1, 100 + i), (2, 50 + i)):
+            for lock, ops in (("ctl", 100 + i), ("cand", cand_ops)):
+                rec = run_rec(lock, 4, ops, 50, 1000)
+                rec["params"]["groups"] = groups
+                runs.append(rec)
+    r = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "g.json", runs))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("cell (threads, cs-ns, parallel-ratio, groups)")
+    one = next(l for l in r.stdout.splitlines() if l.startswith("(4, 1, 0, 1)")).split()[4:]
+    two = next(l for l in r.stdout.splitlines() if l.startswith("(4, 1, 0, 2)")).split()[4:]
+    assert one[0][-1] != "-" and two[0][-1] == "-", (one, two)
+    # one groups value throughout: no groups axis
+    same = [x for x in runs if x["params"]["groups"] == 1]
+    r = ab("--control", "ctl", "--candidates", "cand", write(tmp_path / "s.json", same))
+    assert r.stdout.startswith("cell (threads, cs-ns, parallel-ratio) ")
+
+
+def test_fixed_work_runs_add_the_slowest_thread(tmp_path):
+    """mutex-batch records (slowest_thread_s) add a "slow" column, lower is better; throughput-only
+    files do not have it."""
+    def put(res, v, i):
+        res["slowest_thread_s"] = v + i / 1000
+    f = write(tmp_path / "b.json", runs_with(put, ((2, 0.010, 0.030),)))
+    r = ab("--thread-p99", "--control", "ctl", "--candidates", "cand", f)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].split() == ["ops/s", "cpu/op", "p99", "slow", "tp99"]
+    two = cell_line(r.stdout, 2).split()[3:]
+    assert two[3][-1] == "-" and abs(float(two[3][:-1]) - 0.0325 / 0.0125) < 0.01, two
+    plain = write(tmp_path / "p.json", runs_with(lambda res, v, i: None, ((2, 1, 1),)))
+    assert "slow" not in ab("--control", "ctl", "--candidates", "cand", plain).stdout
