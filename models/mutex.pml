@@ -15,7 +15,10 @@
  *            then locks / unlocks the mutex once.
  *   M        a misuser: unlocks the mutex once while it is free (lk_mutex_unlock of an unlocked
  *            mutex, possibly while T2 sits requeued on the free mutex: P and H set, L clear).
- * The spinner's budget is a nondeterministic give-up (SG) at any moment while the lock is held.
+ * The spinner's budget is a nondeterministic give-up (SG) at any moment while the lock is held, and
+ * so is its ask (SK, stop 33): at any moment while the lock is held and nobody is owed, whatever P,
+ * W and Q say (the code asks only when they are clear and its side-table heuristics agree: a
+ * subset of these runs), and its withdrawal (SW).
  * With -DTIMERS a parked waiter that is not owed may reach its handoff deadline at any moment
  * (lock_expired: EX takes a free lock, EH makes it owed). Without TIMERS nobody is rescued by a
  * timer, so a lost wakeup shows as an invalid end state (a thread asleep for ever).
@@ -27,16 +30,21 @@
  * Model step                     source (src/mutex.c, locklab/mutex.h)
  *   F1                            lk_mutex_lock: fetch_or L
  *   B / C / PP                    lock_slow: barge, claim S (H == 0), set P
- *   SA / SG                       spin(): take the free lock clearing S; give up: -S +P (L set)
+ *   SA / SG                       spin(): take the free lock clearing S (and A); give up: -S -A +P
+ *                                 (L set)
+ *   SK / AK / SW                  spin(): ask (+A; L held, H == 0); handed over (S cleared by UA,
+ *                                 L set): -A, acquired; withdraw (S still ours): -A
+ *   UA                            unlock_slow: A and S set, H == 0 -> clear S, L kept: the lock
+ *                                 goes to the spinner that asked
  *   V (park)                      lock_validate under BL: L && P -> Q+1, queue at the head if it
  *                                 parked before in this call and H == 0, else at the tail
  *   EX / EH (TIMERS)              lock_expired under BL, still queued, not owed
  *   G1                            lk_mutex_unlock inline, first CAS: the word == L | the thread's
  *                                 guess (stop 25, lk_mutex_unlock_hint) -> clear L
- *   F2/F3                         lk_mutex_unlock inline: !(P && (!(S || WK) || H > 0)) -> clear L,
+ *   F2/F3                         lk_mutex_unlock inline: !A && !(P && (!(S || WK) || H > 0)) -> clear L,
  *                                 the guess := the word it released (less L); otherwise the
  *                                 guess := 0 and unlock_slow
- *   unlock_slow                   L first (EPERM), re-check F3, then BL: U0 / UW / UH
+ *   unlock_slow                   L first (EPERM), UA, re-check F3, then BL: U0 / UW / UH
  *   CR                            lkm_requeued (+ CP): P, H+1, Q+1, T2 appended at the tail
  *
  * Properties (safety; assertions and end states):
@@ -45,7 +53,10 @@
  *   the owed bound     once a waiter is owed (EH, or requeued), at most (threads queued ahead of
  *                      it then) other acquisitions start before its own, plus one when it was
  *                      requeued onto a free mutex (invariant 6); a handoff (UH) only goes to the
- *                      first owed waiter in queue order and keeps L;
+ *                      first owed waiter in queue order and keeps L; a handover to the spinner
+ *                      (UA) counts as an acquisition like any other;
+ *   the ask            only the S holder sets or clears A (invariant 10): SG and SW assert that A
+ *                      is theirs;
  *   bookkeeping        whenever BL is free: Q == queue length, H == owed waiters queued (invariants
  *                      4, 5 without saturation), queue non-empty or H > 0 implies P;
  *   EPERM              an unlock of the free mutex changes nothing and wakes nobody.
@@ -75,6 +86,13 @@
  *                    release that word: a later unlock that finds the same word (P, nobody awake)
  *                    releases it by G1 and wakes nobody.
  * @mutant GUESS_UNCHECKED  safety_iter2=end
+ *   ASK_NO_GUARD     a newcomer claims S while A is set (C ignores A): during a handover (UA done,
+ *                    AK not yet) it takes an S that the asker reads as "not handed yet"; the asker
+ *                    withdraws, gives up and parks owning the lock: nobody ever releases it.
+ * @mutant ASK_NO_GUARD     safety=end
+ *   UA_IGNORES_H     the unlock hands the lock to the spinner that asked although a waiter is owed:
+ *                    the owed waiter is overtaken.
+ * @mutant UA_IGNORES_H     safety=assert
  */
 
 #ifndef ITERS
@@ -88,7 +106,8 @@
 #define WAKETOK	2		/* TOKEN_WAKE: the unlocker set W for the woken thread */
 #define NORMAL	3		/* LK_TOKEN_NORMAL */
 
-bit L, P, S, WK;		/* the word: LOCKED, PARKED, SPINNING, WOKEN */
+bit L, P, S, WK, AS;		/* the word: LOCKED, PARKED, SPINNING, WOKEN, ASKED */
+byte spinner;			/* ghost: the thread that last claimed S (UA counts its acquisition) */
 byte H, Q;			/* OWED, QUEUED (no saturation with 4 threads) */
 bit bl;				/* the bucket lock of &m->word */
 byte q[NT];			/* the bucket's FIFO (this address only) */
@@ -228,7 +247,7 @@ end:
 proctype thread(byte t)
 {
 	byte k, kk, j, w, n, iter;
-	bit may_spin, parked, owed, invalid, took, head;
+	bit may_spin, parked, owed, invalid, took, head, asked;
 
 	if
 	:: t == RQ ->			/* asleep on the condvar until requeued onto the mutex */
@@ -268,15 +287,23 @@ slow:
 	atomic {
 		if
 		:: L == 0 -> L = 1; count_acq(t); goto got		/* B */
-		:: L == 1 && may_spin && !S && H == 0 -> S = 1; goto spin	/* C */
+#ifdef ASK_NO_GUARD
+		:: L == 1 && may_spin && !S && H == 0 -> S = 1; spinner = t; goto spin	/* C */
 		:: L == 1 && !(may_spin && !S && H == 0) -> P = 1	/* PP (or P already set) */
+#else
+		:: L == 1 && may_spin && !S && !AS && H == 0 -> S = 1; spinner = t; goto spin	/* C */
+		:: L == 1 && !(may_spin && !S && !AS && H == 0) -> P = 1	/* PP (or P already set) */
+#endif
 		fi
 	};
 	goto park;
 spin:
 	do
-	:: atomic { L == 0 -> L = 1; S = 0; count_acq(t); goto got }	/* SA */
-	:: atomic { L == 1 -> S = 0; P = 1; break }		/* SG: the budget is spent, or H > 0 */
+	:: atomic { L == 0 && S -> assert(!AS || asked); L = 1; S = 0; AS = 0; asked = 0; count_acq(t); goto got }	/* SA */
+	:: atomic { L == 1 && S && !asked && !AS && H == 0 -> AS = 1; asked = 1 }	/* SK */
+	:: atomic { asked && L == 1 && !S -> assert(AS); AS = 0; asked = 0; goto got }	/* AK: UA handed it over */
+	:: atomic { asked && S -> assert(AS); AS = 0; asked = 0 }	/* SW */
+	:: atomic { L == 1 && S -> assert(!AS || asked); S = 0; AS = 0; asked = 0; P = 1; break }	/* SG: the budget is spent, or H > 0 */
 	od;
 	may_spin = 0;
 park:
@@ -378,7 +405,7 @@ got:
 	atomic {
 		assert(L == 1);
 		if
-		:: P == gP[t] && S == gS[t] && WK == gW[t] && H == gH[t] && Q == gQ[t] -> L = 0; goto unlocked
+		:: !AS && P == gP[t] && S == gS[t] && WK == gW[t] && H == gH[t] && Q == gQ[t] -> L = 0; goto unlocked
 #ifdef GUESS_UNCHECKED
 		:: else ->
 			if
@@ -395,9 +422,9 @@ got:
 		assert(L == 1);
 		if
 #ifdef SPIN_IGNORES_H
-		:: !(P && !(S || WK)) ->
+		:: !AS && !(P && !(S || WK)) ->
 #else
-		:: !(P && (!(S || WK) || H > 0)) ->
+		:: !AS && !(P && (!(S || WK) || H > 0)) ->
 #endif
 #ifndef GUESS_UNCHECKED
 			if
@@ -414,11 +441,17 @@ got:
 #endif
 		fi
 	};
-	/* unlock_slow: L first, then the re-check (one CAS) */
+	/* unlock_slow: L first, then UA or the re-check (one CAS) */
 	atomic {
 		assert(L == 1);		/* the owner's unlock never finds L clear */
 		if
-		:: !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
+#ifdef UA_IGNORES_H
+		:: AS && S -> S = 0; count_acq(spinner); goto unlocked	/* UA */
+		:: !(AS && S) && !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
+#else
+		:: AS && S && H == 0 -> S = 0; count_acq(spinner); goto unlocked	/* UA */
+		:: !(AS && S && H == 0) && !(P && (!(S || WK) || H > 0)) -> L = 0; goto unlocked
+#endif
 		:: else -> skip
 		fi
 	};

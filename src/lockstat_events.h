@@ -16,6 +16,8 @@ LOCKSTAT_EVENT(mutex_spin_success, "a spin ended with the lock acquired (no park
 LOCKSTAT_EVENT(mutex_spin_ns_won, "ns in the relax loop of spins that took the lock (rounds x calibrated relax; no yields)")
 LOCKSTAT_EVENT(mutex_spin_ns_lost, "ns in the relax loop of spins that gave up and parked (as mutex_spin_ns_won)")
 LOCKSTAT_EVENT(mutex_spin_yield, "a spinner whose budget ran out yielded the CPU, still spinning (at most LKM_SPIN_YIELDS per spin)")
+LOCKSTAT_EVENT(mutex_spin_ask, "a spinner alone behind the owner asked it to hand over the lock (lk_mutex_set_ask(1) only)")
+LOCKSTAT_EVENT(mutex_spin_handed, "of mutex_spin_success: an unlock handed the lock to the spinner that asked")
 LOCKSTAT_EVENT(mutex_park, "a waiter parked (went to sleep in the parking lot)")
 LOCKSTAT_EVENT(mutex_wake, "an unlock woke a parked waiter")
 LOCKSTAT_EVENT(mutex_handoff, "an unlock handed the lock directly to the woken waiter")

@@ -12,14 +12,20 @@
  *   bit  2     S  SPINNING  one waiter is awake and spinning (it will take the lock when it is free)
  *   bits 3-9   G  GEN       the fork generation in which P, S, W, H and Q were written: the
  *                           process's (1..127) while any of them is set, 0 when all are clear
- *   bits 10-21 H  OWED      how many queued waiters are owed a handoff, saturating at HMAX = 4095: a
+ *   bits 10-20 H  OWED      how many queued waiters are owed a handoff, saturating at HMAX = 2047: a
  *                           waiter whose own handoff deadline passed (it counted itself), or a
  *                           condvar waiter requeued onto the mutex (the requeue counted it)
+ *   bit  21    A  ASKED     the spinner asked for the lock: it spun spin_min_ns while nobody else
+ *                           waited (no P, W, H, Q), and the next unlock hands it the lock (UA: S
+ *                           cleared, L kept); it acknowledges (AK: A cleared) when it sees S gone.
+ *                           Set only by the S holder, cleared only by it (AK, SW, SA, SG): while A
+ *                           is set nobody claims S, so "S clear and A set" can only mean "handed".
  *   bit  22    W  WOKEN     an unlock woke a waiter that has not run yet (it clears W when it does)
  *   bits 23-31 Q  QUEUED    how many threads are queued on &m->word, never more than the true
  *                           number: +1 at each park (saturating at QMAX = 511), -1 (floored at 0)
- *                           at each dequeue. Only read to compute a new waiter's handoff deadline
- *                           (and, in LKM_WAKE_MORE copies, by the unlock: see there).
+ *                           at each dequeue. Only read to compute a new waiter's handoff deadline,
+ *                           by the spinner before it asks (A), and in LKM_WAKE_MORE copies by the
+ *                           unlock: see there.
  *
  * Threads and roles. The OWNER holds L. At most one SPINNER holds S: a running thread that claimed
  * it (a newcomer, or a woken waiter once it runs: seed 004's "a woken waiter goes back to
@@ -48,6 +54,22 @@
  * the number of waiters, as it must for any design that lets the lock run at full speed between
  * handoffs; it is stated below and in docs/mutex.md.
  *
+ * The spinner's ask (A; stop 33, docs/results/issue11-2core-ask/). With two threads and nothing
+ * outside the lock the owner re-locks within a few ns of its unlock, and the spinner's reads (up to
+ * 800 ns apart) rarely land in that gap: its budget runs out, it parks, and the owner's next unlock
+ * wakes it - one wake-up, 10-50 us here, for one acquisition in a hundred: the p99. So a spinner
+ * that has spun spin_min_ns asks instead (SK), where spins on this lock lately did not find it free
+ * and nobody else waits; the owner's next unlock hands it the lock (UA), and the owner, re-locking,
+ * finds it held and becomes the spinner: the two alternate, and no wait lasts much longer than
+ * spin_min_ns. Not where a third thread waits: there a forced handover replaces an owner that would
+ * have run on while the others were off the CPU, and costs each time (docs/results/
+ * issue11-frontier-2core/). Such threads mostly yield rather than park, so the word does not show
+ * them: the side table does (struct slot: waiting, others_at). Nor where spins find the lock free
+ * (slot.lost): there a handover replaces a role swap that came anyway and ends the owner's streak.
+ * An ask lasts at most min(spin_max_ns / 2, ASK_WAIT_MAX_NS); then the spinner withdraws it (SW)
+ * and goes on as before (yields, park). An ask that went unanswered says the owner is not running
+ * (preempted, or yielding or sleeping inside the lock): nobody asks on that slot for ASK_QUIET_NS.
+ *
  * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind P, S,
  * H and Q: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
  * owed waiters of the parent would keep H > 0, Q would count them, and P would say somebody is
@@ -73,7 +95,7 @@
  *
  *   lock fast path (mutex.h)   F1  fetch_or L                    acquired iff old L clear (acquire)
  *   unlock fast path           F2  CAS L -> 0                    (release)
- *   (mutex.h)                  F3  CAS v -> v & ~L               if !(P && (!(S || W) || H > 0))
+ *   (mutex.h)                  F3  CAS v -> v & ~L               if !A && !(P && (!(S || W) || H > 0))
  *                                                                (release);
  *                                                                otherwise lk_mutex_unlock_slow,
  *                                                                which returns EPERM (no CAS, nobody
@@ -86,11 +108,25 @@
  *                                                                does (no CAS if W is clear)
  *                              N   CAS v -> fresh(v)             v has stale P, S, W, H or Q (fork)
  *                              B   CAS v -> v | L                barge: v has no L (acquire)
- *                              C   CAS v -> v | S                claim S: v has L, no S, H == 0, and
- *                                                                spinning is allowed
+ *                              C   CAS v -> v | S                claim S: v has L, no S, no A,
+ *                                                                H == 0, and spinning is allowed
+ *                                                                (v with A and no S: a handover to
+ *                                                                the spinner is in flight; look
+ *                                                                again for up to ASK_ACK_WAIT_NS
+ *                                                                for its AK before going on)
  *                              PP  CAS v -> v | P                v has L, no P; then park
- *   spin() (S owned)           SA  CAS v -> (v | L) & ~S         lock free: take it (acquire)
- *                              SG  CAS v -> (v & ~S) | P         v has L, and the budget is spent, or
+ *   spin() (S owned)           SA  CAS v -> (v | L) & ~(S | A)   lock free: take it (acquire)
+ *                              SK  CAS v -> v | A                lk_mutex_set_ask(1); v has L, no P,
+ *                                                                W, H, Q, A; spin_min_ns spun, the
+ *                                                                budget not cut by a deadline, and
+ *                                                                the side table agrees (struct
+ *                                                                slot): ask
+ *                              AK  CAS v -> v & ~A               we asked and v has no S: handed
+ *                                                                over (acquire), we own the lock
+ *                              SW  CAS v -> v & ~A               we asked, v has S, and the ask's time
+ *                                                                is up (ask_rounds()), or H > 0, or
+ *                                                                a deadline came: withdraw the ask
+ *                              SG  CAS v -> (v & ~(S | A)) | P   v has L, and the budget is spent, or
  *                                                                H > 0, or the spinner's own handoff
  *                                                                deadline came: park
  *   lock_validate (bucket      V   CAS v -> Q+1                  v has L and P: park, at the HEAD if
@@ -104,6 +140,9 @@
  *                                                                park token PARK_OWED, no deadline
  *   lock_timed_out (bucket     TO  CAS v -> last ? v with empty  the caller's deadline passed (or EX),
  *   lock; dequeued)                : Q-1, and H-1 if owed        the waiter dequeued itself
+ *   lk_mutex_unlock_slow       UA  CAS v -> v & ~S               v has L, A and S, H == 0: HAND OVER
+ *   (no bucket lock)                                             to the spinner that asked, L and A
+ *                                                                kept (release); nobody woken
  *   unlock_callback (bucket    U0  CAS v -> v with clear(L),     nobody was queued (release)
  *   lock; the filter picked          empty
  *   the thread to unpark)      UH  CAS v -> more ? Q-1, H := (H < HMAX ? H - 1 : owed left)
@@ -145,7 +184,7 @@
  *   (CR can also requeue onto a free mutex: -,P,*,H; whoever takes the lock next hands it over.)
  *
  * Invariants (the bucket lock: that of &m->word):
- *  1. L is set exactly while some thread owns the mutex; a handoff (UH) never clears it.
+ *  1. L is set exactly while some thread owns the mutex; a handoff (UH, UA) never clears it.
  *  2. "!L && P" implies a thread that is awake will take the lock: the spinner (S; it never gives
  *     up while L is clear), the thread an unlock just woke (UW; invariant 9), or a thread whose
  *     park attempt or expired() finds L clear (validate refuses, EX takes it).
@@ -178,6 +217,12 @@
  *     thread clears it (WC), as the first thing it does when it runs (so at most one such thread
  *     is in flight). After WC the thread reads the word and takes a free lock (B), spins (C, S) or
  *     parks through validate(): it never sleeps past a release it did not see.
+ * 10. A set implies S set (the spinner asked, UA not yet done) or, with S clear, L set and owned by
+ *     the spinner that asked (UA done, AK not yet). Only the S holder sets A (SK), and only it
+ *     clears it (AK, SW, SA, SG); nobody claims S while A is set (C), so S cannot come back
+ *     between UA and AK (no ABA: a cleared S with A set always means "handed over"). UA needs H
+ *     == 0, so A never takes the lock from an owed waiter (6); a spinner that sees H > 0 withdraws
+ *     (SW) or gives up (SG). Stale A (an ancestor's) is dropped with the rest by fresh().
  *
  * The bound (docs/mutex.md). Let W first park at t0 (in this lock call), with q threads queued
  * according to the word it last read, and let n be the largest number of other threads blocked on
@@ -237,6 +282,7 @@
 #define P LK_MUTEX_PARKED
 #define S LK_MUTEX_SPINNING
 #define W LK_MUTEX_WOKEN
+#define A LK_MUTEX_ASKED
 #define H_SHIFT LK_MUTEX_OWED_SHIFT
 #define H_ONE LK_MUTEX_OWED_ONE
 #define H_MASK LK_MUTEX_OWED_MASK
@@ -303,6 +349,34 @@ static inline uint32_t emptied(uint32_t v)
 {
 	return v & ~(P | H_MASK | Q_MASK);
 }
+
+/*
+ * LKM_SPIN_ASK (default 1; 0 compiles the ask out): with lk_mutex_set_ask(1) (off by default), a
+ * spinner that has spun spin_min_ns while nobody else waited asks for the lock (SK) and looks at the
+ * word every few relaxes (ASK_POLL_MAX) until the next unlock hands it over (UA), or until its ask's
+ * time is up (ask_rounds(); then it withdraws, SW, and goes on to its yields and the park).
+ * ASK_ACK_WAIT_NS: how long a thread that finds a handover in flight (A without S) looks again for
+ * the spinner's AK before it goes on to park; the spinner acknowledges within one ASK_POLL_MAX wait
+ * unless it is preempted.
+ */
+#ifndef LKM_SPIN_ASK
+#define LKM_SPIN_ASK 1
+#endif
+#ifndef ASK_LOST_MIN
+#define ASK_LOST_MIN 256
+#endif
+#ifndef ASK_QUIET_NS
+#define ASK_QUIET_NS 10000000
+#endif
+#ifndef ASK_WAIT_MAX_NS
+#define ASK_WAIT_MAX_NS 10000
+#endif
+#ifndef ASK_POLL_MAX
+#define ASK_POLL_MAX 4
+#endif
+#ifndef ASK_ACK_WAIT_NS
+#define ASK_ACK_WAIT_NS 2000
+#endif
 
 /*
  * LKM_CROWD (default 0: compiled out; lab variants lk_mutex_v_crowd*): a waiter that would park
@@ -378,10 +452,13 @@ static void wm_reset(void);
 #if LKM_CROWD
 static void crowd_reset(void);
 #endif
+#if LKM_SPIN_ASK
+static void ask_reset(void);
+#endif
 
 #define G_SHIFT 3
 #define G_MASK (0x7fu << G_SHIFT)
-#define G_TAGGED (P | S | W | H_MASK | Q_MASK)	/* the fields G vouches for */
+#define G_TAGGED (P | S | W | A | H_MASK | Q_MASK)	/* the fields G vouches for */
 
 static _Atomic uint32_t fork_gen = 1;	/* 1..127 */
 
@@ -396,6 +473,9 @@ static void fork_child(void)
 #endif
 #if LKM_WAKE_MORE
 	wm_reset();
+#endif
+#if LKM_SPIN_ASK
+	ask_reset();
 #endif
 }
 
@@ -464,6 +544,30 @@ int lk_mutex_get_policy(struct lk_mutex_policy *p)
 	return 0;
 }
 
+/* lk_mutex_set_ask(): 1 while spinners may ask (off by default: docs/mutex.md "The spinner's ask") */
+static _Atomic uint32_t ask_on;
+
+int lk_mutex_set_ask(int on)
+{
+	if (on != 0 && on != 1)
+		return EINVAL;
+	/* relaxed: a knob, like the policy's; a slow path may still see the old value once */
+	atomic_store_explicit(&ask_on, (uint32_t)on, memory_order_relaxed);
+	return 0;
+}
+
+int lk_mutex_get_ask(void)
+{
+	return (int)atomic_load_explicit(&ask_on, memory_order_relaxed);	/* relaxed: a knob */
+}
+
+/* LKM_SPIN_ASK copies, with the switch on: spinners may ask, and the side table keeps its inputs. */
+static inline bool ask_enabled(void)
+{
+	/* relaxed: a knob, see lk_mutex_set_ask() */
+	return LKM_SPIN_ASK && atomic_load_explicit(&ask_on, memory_order_relaxed);
+}
+
 int lk_mutex_set_policy(const struct lk_mutex_policy *p)
 {
 	if (!p || p->spin_min_ns > p->spin_max_ns || p->spin_max_ns > LK_MUTEX_SPIN_MAX_NS_LIMIT ||
@@ -485,9 +589,37 @@ struct slot {
 	_Atomic uint16_t wm_ok;		/* LKM_WAKE_MORE: EWMA x256 of woken waiters that took the lock */
 	_Atomic uint16_t wm_n;		/* LKM_WAKE_MORE: extra woken waiters (TOKEN_WAKE_MORE) not yet run */
 	_Atomic uint64_t s_at;		/* LKM_WAIT_YIELDS: CLOCK_MONOTONIC ns of the last claim of S (C) */
-};
+	/*
+	 * LKM_SPIN_ASK: threads in lock_slow() that found S taken (or could not spin) and have not
+	 * returned yet - parked, yielding, or runnable but preempted - which the word does not count
+	 * while they are not queued. A spinner asks only while it is 0, not counting itself. Relaxed
+	 * RMWs: a heuristic that orders nothing; a lock sharing the slot only makes asks rarer.
+	 */
+	_Atomic uint32_t waiting;
+	/*
+	 * LKM_SPIN_ASK: EWMA (weight 1/8, x1024) of spins that did not find the lock free: 1 for a spin
+	 * that ran out of budget or was handed the lock after asking, 0 for one that took the free lock.
+	 * A spinner asks only while it is at least ASK_LOST_MIN: where spins find the lock free, a
+	 * handover only replaces a role swap that was coming anyway, at the cost of the owner's streak.
+	 */
+	_Atomic uint32_t lost;
+	/*
+	 * LKM_SPIN_ASK: CLOCK_MONOTONIC ns when a thread last found S held by another, or an ask went
+	 * unanswered (its owner was not running); no spinner asks for ASK_QUIET_NS after
+	 */
+	_Atomic uint64_t others_at;
+} __attribute__((aligned(32)));
 
 static struct slot slots[1u << SLOT_BITS] __attribute__((aligned(64)));
+
+#if LKM_SPIN_ASK
+/* The fork's child (single-threaded): none of the parent's waiters exists here. */
+static void ask_reset(void)
+{
+	for (unsigned i = 0; i < (1u << SLOT_BITS); i++)
+		atomic_store_explicit(&slots[i].waiting, 0, memory_order_relaxed);	/* single-threaded */
+}
+#endif
 
 static inline struct slot *slot_of(const lk_mutex_t *m)
 {
@@ -747,6 +879,8 @@ struct waiter {
 	bool parked;			/* parked before in this call (handoff_at is set) */
 	bool owed;			/* counted in H, park token PARK_OWED */
 	bool took;			/* lock_expired() found the lock free and took it */
+	bool counted;			/* LKM_SPIN_ASK: counted in slot_of(m)->waiting (lock_waiter_done()) */
+	uint32_t counted_gen;		/* LKM_SPIN_ASK: the fork generation it was counted in */
 #if WOKEN_TRACK
 	bool from_wake;			/* unparked without a handoff, not queued since (woken_outcome()) */
 #endif
@@ -879,6 +1013,35 @@ enum { SPIN_ACQUIRED, SPIN_GAVE_UP };
 #define LKM_STAMP_BEFORE_CLAIM 0
 #endif
 
+#if LKM_SPIN_ASK
+/*
+ * How long an ask waits for its handover, in relax rounds: half of spin_max_ns (the other half is
+ * left to the yields, for an owner preempted on our CPU), at most ASK_WAIT_MAX_NS; and the spin as a
+ * whole still ends by spin_max_ns (the caller caps it), so the spinner parks no later than before.
+ */
+static inline uint64_t ask_rounds(struct spin_limits lim)
+{
+	uint64_t r = (uint64_t)ASK_WAIT_MAX_NS * 1000 / lim.ps;
+
+	return lim.max / 2 < r ? lim.max / 2 : r;
+}
+#endif
+
+/* LKM_SPIN_ASK: one more spin outcome in slot.lost (1: did not find the lock free). */
+static inline void lost_update(struct slot *sl, uint32_t lost, unsigned outcome)
+{
+#if LKM_SPIN_ASK
+	uint32_t n = lost - lost / 8 + (outcome ? 1024 / 8 : 0);
+
+	if (n != lost)	/* relaxed: a heuristic, like est; no store where nothing changes */
+		atomic_store_explicit(&sl->lost, n, memory_order_relaxed);
+#else
+	(void)sl;
+	(void)lost;
+	(void)outcome;
+#endif
+}
+
 #if LKM_SPIN_YIELDS
 /*
  * May the spinner yield (again)? i: relax rounds spun so far; *t0: when the spin began, set at the
@@ -952,15 +1115,18 @@ static bool wait_yield_ok(struct slot *sl, struct spin_limits lim, uint32_t v, c
 #endif
 
 /*
- * We own S. Spin until the lock is free and we take it (SA), or until we give up (SG, only while L
- * is set: invariant 2): the budget is spent, a waiter is owed the lock (H > 0: it must not be
- * overtaken), or - for a waiter that parked before - its own handoff deadline came (it parks again
- * and becomes owed). *vp: the last value seen, updated.
+ * We own S. Spin until the lock is free and we take it (SA), or it is handed to us after we asked
+ * (SK, then UA by the owner, AK), or until we give up (SG, only while L is set: invariant 2): the
+ * budget is spent, a waiter is owed the lock (H > 0: it must not be overtaken), or - for a waiter
+ * that parked before - its own handoff deadline came (it parks again and becomes owed). *vp: the
+ * last value seen, updated.
  */
 static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t *vp, const struct waiter *w)
 {
 	/* relaxed: a heuristic estimate, see the header comment */
 	uint32_t est = atomic_load_explicit(&sl->est, memory_order_relaxed);
+	bool may_ask = ask_enabled();
+	uint32_t lost = may_ask ? atomic_load_explicit(&sl->lost, memory_order_relaxed) : 0;
 	uint64_t budget = 2ull * (est >> 4) + lim.min;
 	bool learned = true;		/* the budget is the learned one (not cut by a deadline) */
 	uint32_t v = *vp;
@@ -968,9 +1134,15 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	uint32_t delay = 1;
 	unsigned yields = 0;	/* LKM_SPIN_YIELDS */
 	int64_t yield_t0 = 0;	/* LKM_SPIN_YIELDS: when the spin began (yield_ok()) */
+	bool asked = false;	/* LKM_SPIN_ASK: A is ours (SK done, neither AK nor SW yet) */
+	bool ask_done = false;	/* LKM_SPIN_ASK: asked once in this spin already */
+	uint64_t ask_end = 0;	/* LKM_SPIN_ASK: the relax round at which an unanswered ask is withdrawn */
 
 	(void)yields;
 	(void)yield_t0;
+	(void)asked;
+	(void)ask_done;
+	(void)ask_end;
 	lockstat_inc(mutex_spin_start);
 	if (budget > lim.max)
 		budget = lim.max;
@@ -984,21 +1156,111 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 		}
 	}
 	for (i = 0;; i++) {
+#if LKM_SPIN_ASK
+		if (asked && (v & L) && !(v & S)) {
+			/*
+			 * AK: UA handed us the lock (S cleared, L and A kept; invariant 10: nobody else
+			 * clears S while A is set, and nobody claims it). acquire: pairs with UA's
+			 * release CAS in lk_mutex_unlock_slow() (a P set in between by a would-be parker
+			 * is an RMW: it continues UA's release sequence). The estimate is left alone: it
+			 * learns from spins that found the lock free.
+			 */
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) & ~A),
+								  memory_order_acquire,
+								  memory_order_relaxed)) {
+				lost_update(sl, lost, 1);
+				lockstat_inc(mutex_spin_success);
+				lockstat_inc(mutex_spin_handed);
+				lockstat_add(mutex_spin_ns_won, i * lim.ps / 1000);
+				return SPIN_ACQUIRED;
+			}
+			continue;
+		}
+#endif
 		if (!(v & L)) {
 			/* SA. acquire: pairs with the release of the unlock that freed it */
-			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) | L) & ~S),
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) | L) & ~(S | A)),
 								  memory_order_acquire,
 								  memory_order_relaxed)) {
 				/* EWMA, weight 1/8, x16 fixed point; relaxed: heuristic */
 				int64_t e = (int64_t)est + (((int64_t)i << 4) - (int64_t)est) / 8;
 				atomic_store_explicit(&sl->est, (uint32_t)(e < 0 ? 0 : e),
 						      memory_order_relaxed);
+				if (may_ask)
+					lost_update(sl, lost, 0);
 				lockstat_inc(mutex_spin_success);
 				lockstat_add(mutex_spin_ns_won, i * lim.ps / 1000);
 				return SPIN_ACQUIRED;
 			}
 			continue;
 		}
+#if LKM_SPIN_ASK
+		if (asked) {
+			if ((fresh(v) & H_MASK) || i >= ask_end ||
+			    (w && w->abs && deadline_passed(w->clock, w->abs)) ||
+			    (w && w->parked && (int64_t)now_ns(CLOCK_MONOTONIC) >= ts_ns(&w->handoff_at))) {
+				/*
+				 * SW: no handover within the ask's time (ask_end), or a waiter is owed (it
+				 * goes first), or the caller's deadline or our own handoff deadline
+				 * passed. Then on as before: the yields while spin_max_ns allows, and the
+				 * park. relaxed: a role bit; a failed CAS may mean UA came: the loop's
+				 * first test sees it
+				 */
+				if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) & ~A),
+									  memory_order_relaxed,
+									  memory_order_relaxed)) {
+					v = retag(fresh(v) & ~A);
+					asked = false;
+					/*
+					 * Unanswered: the owner is not running (preempted, or it yields
+					 * or sleeps inside the lock): no ask on this slot for ASK_QUIET_NS.
+					 * relaxed: a heuristic timestamp, see struct slot
+					 */
+					if (i >= ask_end)
+						atomic_store_explicit(&sl->others_at, now_ns(CLOCK_MONOTONIC),
+								      memory_order_relaxed);
+				}
+				continue;
+			}
+			for (uint32_t k = 0; k < delay; k++)
+				lk_cpu_relax();
+			i += delay - 1;
+			delay = delay < ASK_POLL_MAX ? delay << 1 : ASK_POLL_MAX;
+			LK_TEST_HOOK("mutex.asked", m);	/* test builds only: A is ours, about to look */
+			/* relaxed: we only look; AK above is the acquire */
+			v = atomic_load_explicit(&m->word, memory_order_relaxed);
+			continue;
+		}
+		if (may_ask && i >= lim.min && learned && !ask_done && i < lim.max) {
+			/*
+			 * SK: we spun spin_min_ns, spins on this lock lately did not find it free (at
+			 * least ASK_LOST_MIN of them), and nobody else waits (the word counts nobody
+			 * parked, woken or owed, and no third thread found S taken lately, nor did an
+			 * ask go unanswered: struct slot):
+			 * ask the owner to hand us the lock at its unlock, instead of spinning on until
+			 * we park (a wake-up, 10-50 us) while it re-locks. Judged once per spin, when the
+			 * floor is reached (a failed CAS judges again). relaxed (CAS and loads): a role
+			 * bit and heuristics; UA/AK order the data
+			 */
+			if (lost >= ASK_LOST_MIN && !(fresh(v) & (P | W | A | H_MASK | Q_MASK)) &&
+			    atomic_load_explicit(&sl->waiting, memory_order_relaxed) <= (uint32_t)(w && w->counted) &&
+			    (int64_t)(now_ns(CLOCK_MONOTONIC) -
+				      atomic_load_explicit(&sl->others_at, memory_order_relaxed)) > ASK_QUIET_NS) {
+				if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) | A),
+									  memory_order_relaxed,
+									  memory_order_relaxed)) {
+					v = retag(fresh(v) | A);
+					asked = true;
+					ask_done = true;
+					delay = 1;
+					ask_end = i + ask_rounds(lim) < lim.max ? i + ask_rounds(lim) : lim.max;
+					lockstat_inc(mutex_spin_ask);
+				}
+				continue;
+			}
+			ask_done = true;
+		}
+#endif
 #if LKM_SPIN_YIELDS
 		if (i >= budget && learned && yields < LKM_SPIN_YIELDS && !(fresh(v) & H_MASK) &&
 		    yield_ok(w, lim, i, yields, &yield_t0)) {
@@ -1013,7 +1275,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 #endif
 		if (i >= budget || (fresh(v) & H_MASK)) {
 			/* SG. relaxed: only bits change hands; no data is published by giving up */
-			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) & ~S) | P),
+			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag((fresh(v) & ~(S | A)) | P),
 								  memory_order_relaxed,
 								  memory_order_relaxed))
 				break;
@@ -1034,10 +1296,13 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 		v = atomic_load_explicit(&m->word, memory_order_relaxed);
 	}
 	/* holders stay longer than we were willing to wait: decay by a quarter; relaxed: heuristic */
-	if (learned && i >= budget)
+	if (learned && i >= budget) {
 		atomic_store_explicit(&sl->est, est - est / 4, memory_order_relaxed);
+		if (may_ask)
+			lost_update(sl, lost, 1);
+	}
 	lockstat_add(mutex_spin_ns_lost, i * lim.ps / 1000);
-	*vp = retag((fresh(v) & ~S) | P);
+	*vp = retag((fresh(v) & ~(S | A)) | P);
 	return SPIN_GAVE_UP;
 }
 
@@ -1231,17 +1496,34 @@ static const struct lkp_park_ops lock_park_ops = {
  * run). We clear W first (WC) and then compete like a newcomer - spin if nobody does (seed 004
  * patch 3: a woken waiter goes back to spinning), take the lock if it is free, or park again.
  */
+#if LKM_SPIN_ASK
+/* lock_slow()'s waiter leaves, however it returns: uncount it (slot.waiting). */
+static void lock_waiter_done(struct waiter *w)
+{
+	/*
+	 * Not if a fork came in between (this thread forked inside lock_slow(), from a signal
+	 * handler): the child's ask_reset() zeroed the count without us. relaxed: a heuristic count
+	 */
+	if (w->counted && w->counted_gen == gen_bits())
+		atomic_fetch_sub_explicit(&slot_of(w->m)->waiting, 1, memory_order_relaxed);
+}
+#define WAITER_DONE __attribute__((cleanup(lock_waiter_done)))
+#else
+#define WAITER_DONE
+#endif
+
 static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs, bool woken)
 {
 	struct slot *sl = slot_of(m);
 	struct spin_limits lim = spin_limits();
 	bool may_spin = lim.max > 0;
 	bool own_s = false;	/* we claimed S (C): spin */
-	struct waiter w = { .m = m, .clock = clock, .abs = abs };
+	struct waiter w WAITER_DONE = { .m = m, .clock = clock, .abs = abs };
 	unsigned wait_yields = 0;	/* LKM_WAIT_YIELDS since our last park */
 	bool stamp_waited = false;	/* LKM_WAIT_YIELDS: waited for a young claim's stamp since then */
 	int64_t wait_t0 = 0;		/* LKM_WAIT_YIELDS: when the first of them began */
 	bool crowded = false;		/* LKM_CROWD: spun beside the S holder since our last park */
+	uint64_t ack_waits = 0;		/* looks at a handover to the spinner in flight since our last park */
 
 	(void)wait_yields;
 	(void)wait_t0;
@@ -1308,7 +1590,30 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			lockstat_inc(mutex_timeout);
 			return ETIMEDOUT;
 		}
-		if (may_spin && !(v & (S | H_MASK))) {
+		if ((v & A) && !(v & S) && ack_waits <= (uint64_t)ASK_ACK_WAIT_NS * 1000 / lim.ps) {
+			if (ack_waits == (uint64_t)ASK_ACK_WAIT_NS * 1000 / lim.ps) {
+				/*
+				 * The asker has not acknowledged for ASK_ACK_WAIT_NS: it was preempted
+				 * holding the lock it was handed. No ask on this slot for ASK_QUIET_NS
+				 * (the hostile review's F1). relaxed: a heuristic timestamp
+				 */
+				atomic_store_explicit(&sl->others_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+				ack_waits++;
+				continue;
+			}
+			/*
+			 * A handover to the spinner that asked is in flight (UA done, AK not yet;
+			 * invariant 10): S must not be claimed until its AK. It comes within a few relaxes
+			 * unless the spinner was preempted: look again rather than park (the old owner
+			 * re-locking is the usual caller, and it becomes the next spinner).
+			 */
+			ack_waits++;
+			lk_cpu_relax();
+			/* relaxed: we only look; every transition is a CAS */
+			v = atomic_load_explicit(&m->word, memory_order_relaxed);
+			continue;
+		}
+		if (may_spin && !(v & (S | A | H_MASK))) {
 #if LKM_WAIT_YIELDS && LKM_STAMP_BEFORE_CLAIM
 			/* lab variant lk_mutex_v_stamppre: the stamp before every try of C, as before stop 26 */
 			atomic_store_explicit(&sl->s_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
@@ -1334,6 +1639,21 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 #endif
 			continue;
 		}
+#if LKM_SPIN_ASK
+		if ((v & S) && ask_enabled()) {
+			/*
+			 * Another thread spins while a third owns the lock: at least three contend. No
+			 * spinner may ask while we wait (slot.waiting) nor for ASK_QUIET_NS after
+			 * (slot.others_at). Relaxed (both): heuristics that order nothing
+			 */
+			if (!w.counted) {
+				atomic_fetch_add_explicit(&sl->waiting, 1, memory_order_relaxed);
+				w.counted = true;
+				w.counted_gen = gen_bits();
+			}
+			atomic_store_explicit(&sl->others_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+		}
+#endif
 #if LKM_CROWD
 		if (may_spin && !crowded && (v & S) && !(v & H_MASK)) {
 			/* S is someone else's: spin beside it, once per park, if the crowd has room */
@@ -1415,6 +1735,7 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			wait_yields = 0;
 			stamp_waited = false;
 			crowded = false;
+			ack_waits = 0;
 		} else if (r == LK_PARK_TIMEDOUT) {
 			if (w.took)	/* took the free lock in lock_expired() */
 				return 0;
@@ -1593,6 +1914,19 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 			 */
 			if (!(v & L))
 				return EPERM;
+			if ((fv & A) && (fv & S) && !(fv & H_MASK)) {
+				/*
+				 * UA: the spinner asked; hand it the lock, L kept, S cleared (its cue),
+				 * A left for its AK. Nobody is owed (then UH goes first). Compiled in
+				 * whatever LKM_SPIN_ASK is: lk_cond relocks any copy's mutex with the
+				 * library's lock_slow. release: pairs with the spinner's AK (acquire)
+				 */
+				if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fv & ~S),
+									  memory_order_release,
+									  memory_order_relaxed))
+					return 0;
+				continue;
+			}
 			if ((fv & P) && (!(fv & (S | W)) || (fv & H_MASK)))
 				break;
 #if LKM_WAKE_MORE
@@ -1661,7 +1995,8 @@ int lkm_wm_unlock(lk_mutex_t *m)
 	/* relaxed: a heuristic; the slow path asks again before it claims */
 	bool more = atomic_load_explicit(&slot_of(m)->wm_ok, memory_order_relaxed) >= WM_OK_MIN;
 
-	while (!((v & P) && (!(v & (S | W)) || (v & H_MASK) || (more && queued_of(v) >= LKM_WAKE_MORE_Q)))) {
+	while (!(v & A) &&
+	       !((v & P) && (!(v & (S | W)) || (v & H_MASK) || (more && queued_of(v) >= LKM_WAKE_MORE_Q)))) {
 		if (!(v & L))
 			return EPERM;
 		/* release: as above */

@@ -173,6 +173,16 @@ static void test_policy(void)
 	CHECK_EQ(lk_mutex_get_policy(&p), 0);
 	CHECK_EQ(p.spin_max_ns, 0);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+
+	/* the spinner's ask: off by default; 0 and 1 only, a rejected value changes nothing */
+	CHECK_EQ(lk_mutex_get_ask(), 0);
+	CHECK_EQ(lk_mutex_set_ask(2), EINVAL);
+	CHECK_EQ(lk_mutex_set_ask(-1), EINVAL);
+	CHECK_EQ(lk_mutex_get_ask(), 0);
+	CHECK_EQ(lk_mutex_set_ask(1), 0);
+	CHECK_EQ(lk_mutex_get_ask(), 1);
+	CHECK_EQ(lk_mutex_set_ask(0), 0);
+	CHECK_EQ(lk_mutex_get_ask(), 0);
 }
 
 /* ---- mutual exclusion under each policy extreme ---------------------------------------------- */

@@ -9,6 +9,8 @@
  *
  *	LOCKLAB_MUTEX_SPIN_MIN_NS  LOCKLAB_MUTEX_SPIN_MAX_NS  LOCKLAB_MUTEX_HANDOFF_NS
  *
+ * and LOCKLAB_MUTEX_ASK (0 or 1: lk_mutex_set_ask(), the spinner's ask; off by default).
+ *
  * A value that is not a number, or a policy lk_mutex_set_policy() rejects, makes init fail with
  * EINVAL after one line on stderr naming the variable.
  */
@@ -23,6 +25,7 @@
 static int env_err;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static struct lk_mutex_policy env_policy;	/* the defaults with the environment's values applied */
+static int env_ask;				/* LOCKLAB_MUTEX_ASK, or the library's default */
 
 static int env_u64(const char *name, uint64_t *out)
 {
@@ -44,9 +47,22 @@ static int env_u64(const char *name, uint64_t *out)
 static void env_apply(void)
 {
 	struct lk_mutex_policy p;
-	uint64_t min, max, handoff;
+	uint64_t min, max, handoff, ask;
 
 	lk_mutex_get_policy(&p);
+	ask = (uint64_t)lk_mutex_get_ask();
+	env_ask = (int)ask;
+	if (env_u64("LOCKLAB_MUTEX_ASK", &ask)) {
+		env_err = EINVAL;
+		return;
+	}
+	if (ask > 1 || lk_mutex_set_ask((int)ask)) {
+		fprintf(stderr, "locklab-bench: LOCKLAB_MUTEX_ASK: expected 0 or 1, got %llu\n",
+			(unsigned long long)ask);
+		env_err = EINVAL;
+		return;
+	}
+	env_ask = (int)ask;
 	env_policy = p;
 	min = p.spin_min_ns;
 	max = p.spin_max_ns;
@@ -77,6 +93,13 @@ static void env_apply(void)
  * For the tuning variants (lk_mutex_variant.h): the policy the environment asks for, checked; 0 or
  * EINVAL (after the one line on stderr).
  */
+/* For the tuning variants: the ask switch the environment asks for (after lab_lk_mutex_env_policy). */
+int lab_lk_mutex_env_ask(void)
+{
+	pthread_once(&env_once, env_apply);
+	return env_ask;
+}
+
 int lab_lk_mutex_env_policy(struct lk_mutex_policy *p)
 {
 	pthread_once(&env_once, env_apply);

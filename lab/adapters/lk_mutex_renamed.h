@@ -18,6 +18,8 @@
 
 #define lk_mutex_get_policy	LKMV(get_policy)
 #define lk_mutex_set_policy	LKMV(set_policy)
+#define lk_mutex_get_ask	LKMV(get_ask)
+#define lk_mutex_set_ask	LKMV(set_ask)
 #define lk_mutex_init		LKMV(init)
 #define lk_mutex_destroy	LKMV(destroy)
 #define lk_mutex_lock		LKMV(lock)

@@ -11,7 +11,8 @@
  * includes this header, which compiles src/mutex.c into this translation unit with every external
  * symbol renamed (its own policy, side table and fork generation; the parking lot is the library's)
  * and defines lab_lk_mutex_v_<LKM_VARIANT>_ops. The policy comes from the same environment
- * variables as lk_mutex's (lab/adapters/lk_mutex.c); a variant may define LKMV_SPIN_MIN_NS, its own
+ * variables as lk_mutex's (lab/adapters/lk_mutex.c), and so does the spinner's ask switch
+ * (LOCKLAB_MUTEX_ASK); a variant may define LKMV_SPIN_MIN_NS, its own
  * default for spin_min_ns, which LOCKLAB_MUTEX_SPIN_MIN_NS still overrides.
  */
 #include "lk_mutex_renamed.h"
@@ -21,6 +22,7 @@
 #include "lab.h"
 
 int lab_lk_mutex_env_policy(struct lk_mutex_policy *p);	/* lab/adapters/lk_mutex.c */
+int lab_lk_mutex_env_ask(void);					/* lab/adapters/lk_mutex.c */
 
 static int lkmv_init(void *l)
 {
@@ -36,7 +38,7 @@ static int lkmv_init(void *l)
 			p.spin_min_ns = p.spin_max_ns;
 	}
 #endif
-	if (lk_mutex_set_policy(&p))
+	if (lk_mutex_set_policy(&p) || lk_mutex_set_ask(lab_lk_mutex_env_ask()))
 		return EINVAL;
 	return lk_mutex_init(l);
 }

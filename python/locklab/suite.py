@@ -601,7 +601,8 @@ def issue11_targets_md(doc, subject="lk_mutex"):
 COUNTERS = [("spins/op", "mutex_spin_start"), ("parks/op", "mutex_park"),
             ("wakes/op", "mutex_wake"), ("handoffs/op", "mutex_handoff"),
             ("timeouts/op", "mutex_timeout"), ("spin ns lost/op", "mutex_spin_ns_lost"),
-            ("spin yields/op", "mutex_spin_yield")]
+            ("spin yields/op", "mutex_spin_yield"), ("asks/op", "mutex_spin_ask"),
+            ("handed/op", "mutex_spin_handed")]
 
 
 def counters_md(doc, subject):

@@ -247,17 +247,18 @@ def test_counters_table_only_with_a_statistics_build():
                 "mutex_park": 100, "mutex_wake": 90, "mutex_handoff": 5, "mutex_timeout": 0,
                 "per_op": {"mutex_spin_start": 0.4, "mutex_spin_success": 0.3,
                            "mutex_park": 0.1, "mutex_wake": 0.09, "mutex_handoff": 0.005,
-                           "mutex_timeout": 0, "mutex_spin_ns_lost": 180.5, "mutex_spin_yield": 0.3}}
+                           "mutex_timeout": 0, "mutex_spin_ns_lost": 180.5, "mutex_spin_yield": 0.3,
+                           "mutex_spin_ask": 0.02, "mutex_spin_handed": 0.015}}
     text = "\n".join(suite.counters_md(doc, "lk_mutex"))
     assert ("| cell | spins/op | parks/op | wakes/op | handoffs/op | timeouts/op | spin ns lost/op "
-            "| spin yields/op | spin success |") in text
-    assert "| threads=2 | 0.4 | 0.1 | 0.09 | 0.005 | 0 | 180.5 | 0.3 | 0.75 | 0.01 | 102 |" in text
+            "| spin yields/op | asks/op | handed/op | spin success |") in text
+    assert "| threads=2 | 0.4 | 0.1 | 0.09 | 0.005 | 0 | 180.5 | 0.3 | 0.02 | 0.015 | 0.75 | 0.01 | 102 |" in text
     # a build that did not count an event (an older library) shows "-" for it, not 0
     for r in doc["runs"]:
         if r["lock"] == "lk_mutex":
             del r["result"]["lock_stats"]["per_op"]["mutex_spin_yield"]
     text = "\n".join(suite.counters_md(doc, "lk_mutex"))
-    assert "| threads=2 | 0.4 | 0.1 | 0.09 | 0.005 | 0 | 180.5 | - | 0.75 | 0.01 | 102 |" in text
+    assert "| threads=2 | 0.4 | 0.1 | 0.09 | 0.005 | 0 | 180.5 | - | 0.02 | 0.015 | 0.75 | 0.01 | 102 |" in text
 
 
 def test_tied_with_a_wide_winner_but_clearly_worse_than_the_runner_up_is_behind():

@@ -24,7 +24,7 @@
 
 static const char *const hk_points[] = {
 	"spin_ticket.trylock", "mutex.spin", "mutex.park", "mutex.unlock_slow", "mutex.handoff", "mutex.owed",
-	"mutex.woken", "mutex.wait_yield", "mutex.claimed", "mutex.stamp_grace",
+	"mutex.woken", "mutex.wait_yield", "mutex.claimed", "mutex.stamp_grace", "mutex.asked",
 	"park.queued", "park.timeout", "park.grow", "qspin.queued", "qspin.fallback",
 };
 #define HK_NPOINTS (sizeof(hk_points) / sizeof(hk_points[0]))
@@ -185,6 +185,33 @@ static inline void hk_start_queued(pthread_t *t, lk_mutex_t *m, int role, uint32
 		}
 		sched_yield();
 	}
+}
+
+/*
+ * Teach m's side-table slot that spins on it do not find it free (slot.lost in src/mutex.c), so that
+ * a spinner alone behind the owner asks for the lock (SK) - a fresh slot says spins succeed, and a
+ * spinner then never asks. Turns the ask on (lk_mutex_set_ask(1): the slot learns only then), then
+ * six rounds in which a waiter (role HK_ROLES - 1) spins 1 us on m, held by us, gives up and parks;
+ * the policy is restored, the ask left on. Call with m free and no thread on it.
+ */
+static inline void hk_mutex_prime_ask(lk_mutex_t *m)
+{
+	struct lk_mutex_policy saved, p;
+	pthread_t t;
+
+	CHECK_EQ(lk_mutex_get_policy(&saved), 0);
+	p = saved;
+	p.spin_min_ns = p.spin_max_ns = 1000;	/* min == max: it never asks, it gives up */
+	p.handoff_ns = LK_MUTEX_HANDOFF_NS_LIMIT;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	CHECK_EQ(lk_mutex_set_ask(1), 0);
+	for (int round = 0; round < 6; round++) {
+		lk_mutex_lock(m);
+		hk_start_queued(&t, m, HK_ROLES - 1, 1);
+		CHECK_EQ(lk_mutex_unlock(m), 0);
+		CHECK_EQ(pthread_join(t, NULL), 0);
+	}
+	CHECK_EQ(lk_mutex_set_policy(&saved), 0);
 }
 
 #endif /* LOCKLAB_HOOKLAB_H */

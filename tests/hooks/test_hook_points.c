@@ -114,6 +114,21 @@ int main(void)
 	pthread_join(th[0], NULL);
 	CHECK_EQ(lk_mutex_set_policy(&def), 0);
 
+	/* mutex.asked: the ask on, a spinner alone behind us asks after spin_min_ns (1 us) of its 10 ms */
+	hk_mutex_prime_ask(&m);		/* turns the ask on */
+	p = def;
+	p.spin_min_ns = 1000;
+	p.spin_max_ns = 10000000;
+	CHECK_EQ(lk_mutex_set_policy(&p), 0);
+	lk_mutex_lock(&m);
+	CHECK_EQ(pthread_create(&th[0], NULL, mutex_waiter, NULL), 0);
+	while (!hk_count("mutex.asked"))
+		sched_yield();
+	lk_mutex_unlock(&m);
+	pthread_join(th[0], NULL);
+	CHECK_EQ(lk_mutex_set_policy(&def), 0);
+	CHECK_EQ(lk_mutex_set_ask(0), 0);
+
 	/* qspin.queued: owner (us), a pending waiter and a queued one */
 	lk_qspin_lock(&q);
 	CHECK_EQ(pthread_create(&th[0], NULL, qs_waiter, NULL), 0);
