@@ -10,7 +10,7 @@
  *   bit  0     L  LOCKED    a thread owns the mutex
  *   bit  1     P  PARKED    threads may be parked on &m->word (an unlock must look)
  *   bit  2     S  SPINNING  one waiter is awake and spinning (it will take the lock when it is free)
- *   bits 3-9   G  GEN       the fork generation in which P, S, W, H and Q were written: the
+ *   bits 3-9   G  GEN       the fork generation in which P, S, A, W, H and Q were written: the
  *                           process's (1..127) while any of them is set, 0 when all are clear
  *   bits 10-20 H  OWED      how many queued waiters are owed a handoff, saturating at HMAX = 2047: a
  *                           waiter whose own handoff deadline passed (it counted itself), or a
@@ -597,15 +597,16 @@ struct slot {
 	 */
 	_Atomic uint32_t waiting;
 	/*
-	 * LKM_SPIN_ASK: EWMA (weight 1/8, x1024) of spins that did not find the lock free: 1 for a spin
-	 * that ran out of budget or was handed the lock after asking, 0 for one that took the free lock.
-	 * A spinner asks only while it is at least ASK_LOST_MIN: where spins find the lock free, a
-	 * handover only replaces a role swap that was coming anyway, at the cost of the owner's streak.
+	 * LKM_SPIN_ASK, low 16 bits: EWMA (weight 1/8, x1024) of spins that did not find the lock free:
+	 * 1 for a spin that ran out of budget or was handed the lock after asking, 0 for one that took
+	 * the free lock. A spinner asks only while it is at least ASK_LOST_MIN: where spins find the
+	 * lock free, a handover only replaces a role swap that was coming anyway, at the cost of the
+	 * owner's streak. High 16 bits: the same of asks that went wrong (ask_outcome()).
 	 */
 	_Atomic uint32_t lost;
 	/*
 	 * LKM_SPIN_ASK: CLOCK_MONOTONIC ns when a thread last found S held by another, or an ask went
-	 * unanswered (its owner was not running); no spinner asks for ASK_QUIET_NS after
+	 * wrong while asks often do (ask_outcome()); no spinner asks for ASK_QUIET_NS after
 	 */
 	_Atomic uint64_t others_at;
 } __attribute__((aligned(32)));
@@ -1027,18 +1028,59 @@ static inline uint64_t ask_rounds(struct spin_limits lim)
 }
 #endif
 
-/* LKM_SPIN_ASK: one more spin outcome in slot.lost (1: did not find the lock free). */
-static inline void lost_update(struct slot *sl, uint32_t lost, unsigned outcome)
+/*
+ * slot.lost holds two EWMAs (weight 1/8, x1024), 16 bits each: the low half, spins that did not
+ * find the lock free (1) or did (0); the high half, asks that went wrong - unanswered, or a handover
+ * left unacknowledged (1) - or were answered (0).
+ */
+#define LOST_SPIN(x) ((x) & 0xffffu)
+#define LOST_ASK(x) ((x) >> 16)
+
+static inline uint32_t ewma_1024(uint32_t e, unsigned outcome)
+{
+	return e - e / 8 + (outcome ? 1024 / 8 : 0);
+}
+
+/*
+ * LKM_SPIN_ASK: one more spin outcome in slot.lost (1: did not find the lock free). Read again here,
+ * not at the spin's start: the word's other half may have moved since (ask_outcome()).
+ */
+static inline void lost_update(struct slot *sl, unsigned outcome)
 {
 #if LKM_SPIN_ASK
-	uint32_t n = lost - lost / 8 + (outcome ? 1024 / 8 : 0);
+	/* relaxed (both): a heuristic, like est; no store where nothing changes */
+	uint32_t lost = atomic_load_explicit(&sl->lost, memory_order_relaxed);
+	uint32_t n = (lost & ~0xffffu) | ewma_1024(LOST_SPIN(lost), outcome);
 
-	if (n != lost)	/* relaxed: a heuristic, like est; no store where nothing changes */
+	if (n != lost)
 		atomic_store_explicit(&sl->lost, n, memory_order_relaxed);
 #else
 	(void)sl;
-	(void)lost;
 	(void)outcome;
+#endif
+}
+
+/*
+ * LKM_SPIN_ASK: one more ask outcome in slot.lost (1: went wrong). While asks go wrong often (at
+ * least ASK_LOST_MIN of them) each one that does silences the slot for ASK_QUIET_NS (others_at):
+ * the owner is not running - preempted, or it yields or sleeps inside the lock. A rare one (a
+ * preempted vCPU) does not: ten of those in a run kept the ask off for most of it.
+ */
+static inline void ask_outcome(struct slot *sl, unsigned wrong)
+{
+#if LKM_SPIN_ASK
+	/* relaxed (all): heuristics, like est */
+	uint32_t lost = atomic_load_explicit(&sl->lost, memory_order_relaxed);
+	uint32_t a = ewma_1024(LOST_ASK(lost), wrong);
+	uint32_t n = (a << 16) | LOST_SPIN(lost);
+
+	if (n != lost)
+		atomic_store_explicit(&sl->lost, n, memory_order_relaxed);
+	if (wrong && a >= ASK_LOST_MIN)
+		atomic_store_explicit(&sl->others_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+#else
+	(void)sl;
+	(void)wrong;
 #endif
 }
 
@@ -1168,7 +1210,8 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			if (atomic_compare_exchange_weak_explicit(&m->word, &v, retag(fresh(v) & ~A),
 								  memory_order_acquire,
 								  memory_order_relaxed)) {
-				lost_update(sl, lost, 1);
+				lost_update(sl, 1);
+				ask_outcome(sl, 0);
 				lockstat_inc(mutex_spin_success);
 				lockstat_inc(mutex_spin_handed);
 				lockstat_add(mutex_spin_ns_won, i * lim.ps / 1000);
@@ -1187,7 +1230,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 				atomic_store_explicit(&sl->est, (uint32_t)(e < 0 ? 0 : e),
 						      memory_order_relaxed);
 				if (may_ask)
-					lost_update(sl, lost, 0);
+					lost_update(sl, 0);
 				lockstat_inc(mutex_spin_success);
 				lockstat_add(mutex_spin_ns_won, i * lim.ps / 1000);
 				return SPIN_ACQUIRED;
@@ -1211,14 +1254,9 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 									  memory_order_relaxed)) {
 					v = retag(fresh(v) & ~A);
 					asked = false;
-					/*
-					 * Unanswered: the owner is not running (preempted, or it yields
-					 * or sleeps inside the lock): no ask on this slot for ASK_QUIET_NS.
-					 * relaxed: a heuristic timestamp, see struct slot
-					 */
+					/* unanswered: the owner is not running (ask_outcome()) */
 					if (i >= ask_end)
-						atomic_store_explicit(&sl->others_at, now_ns(CLOCK_MONOTONIC),
-								      memory_order_relaxed);
+						ask_outcome(sl, 1);
 				}
 				continue;
 			}
@@ -1242,7 +1280,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			 * floor is reached (a failed CAS judges again). relaxed (CAS and loads): a role
 			 * bit and heuristics; UA/AK order the data
 			 */
-			if (lost >= ASK_LOST_MIN && !(fresh(v) & (P | W | A | H_MASK | Q_MASK)) &&
+			if (LOST_SPIN(lost) >= ASK_LOST_MIN && !(fresh(v) & (P | W | A | H_MASK | Q_MASK)) &&
 			    atomic_load_explicit(&sl->waiting, memory_order_relaxed) <= (uint32_t)(w && w->counted) &&
 			    (int64_t)(now_ns(CLOCK_MONOTONIC) -
 				      atomic_load_explicit(&sl->others_at, memory_order_relaxed)) > ASK_QUIET_NS) {
@@ -1299,7 +1337,7 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	if (learned && i >= budget) {
 		atomic_store_explicit(&sl->est, est - est / 4, memory_order_relaxed);
 		if (may_ask)
-			lost_update(sl, lost, 1);
+			lost_update(sl, 1);
 	}
 	lockstat_add(mutex_spin_ns_lost, i * lim.ps / 1000);
 	*vp = retag((fresh(v) & ~(S | A)) | P);
@@ -1594,10 +1632,10 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 			if (ack_waits == (uint64_t)ASK_ACK_WAIT_NS * 1000 / lim.ps) {
 				/*
 				 * The asker has not acknowledged for ASK_ACK_WAIT_NS: it was preempted
-				 * holding the lock it was handed. No ask on this slot for ASK_QUIET_NS
-				 * (the hostile review's F1). relaxed: a heuristic timestamp
+				 * holding the lock it was handed (the hostile review's F1): an ask gone
+				 * wrong (ask_outcome())
 				 */
-				atomic_store_explicit(&sl->others_at, now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+				ask_outcome(sl, 1);
 				ack_waits++;
 				continue;
 			}
