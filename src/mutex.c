@@ -54,7 +54,9 @@
  * the number of waiters, as it must for any design that lets the lock run at full speed between
  * handoffs; it is stated below and in docs/mutex.md.
  *
- * The spinner's ask (A; stop 33, docs/results/issue11-2core-ask/). With two threads and nothing
+ * The spinner's ask (A; stop 33, docs/results/issue11-2core-ask/; off unless lk_mutex_set_ask(1):
+ * it ends owners' streaks, which costs throughput where they keep data in one cache). With two
+ * threads and nothing
  * outside the lock the owner re-locks within a few ns of its unlock, and the spinner's reads (up to
  * 800 ns apart) rarely land in that gap: its budget runs out, it parks, and the owner's next unlock
  * wakes it - one wake-up, 10-50 us here, for one acquisition in a hundred: the p99. So a spinner
@@ -67,8 +69,10 @@
  * them: the side table does (struct slot: waiting, others_at). Nor where spins find the lock free
  * (slot.lost): there a handover replaces a role swap that came anyway and ends the owner's streak.
  * An ask lasts at most min(spin_max_ns / 2, ASK_WAIT_MAX_NS); then the spinner withdraws it (SW)
- * and goes on as before (yields, park). An ask that went unanswered says the owner is not running
- * (preempted, or yielding or sleeping inside the lock): nobody asks on that slot for ASK_QUIET_NS.
+ * and goes on as before (yields, park). An ask that went unanswered, or a handover left
+ * unacknowledged, says the owner or the asker is not running (preempted, or the owner yields or
+ * sleeps inside the lock): where that happens often, nobody asks on that slot for ASK_QUIET_NS
+ * after each (ask_outcome()).
  *
  * Fork (issue 12, defect 5). A child process inherits the word but none of the threads behind P, S,
  * H and Q: a spinner of the parent would hold S forever (every unlock then takes the no-wake path),
@@ -590,9 +594,9 @@ struct slot {
 	_Atomic uint16_t wm_n;		/* LKM_WAKE_MORE: extra woken waiters (TOKEN_WAKE_MORE) not yet run */
 	_Atomic uint64_t s_at;		/* LKM_WAIT_YIELDS: CLOCK_MONOTONIC ns of the last claim of S (C) */
 	/*
-	 * LKM_SPIN_ASK: threads in lock_slow() that found S taken (or could not spin) and have not
-	 * returned yet - parked, yielding, or runnable but preempted - which the word does not count
-	 * while they are not queued. A spinner asks only while it is 0, not counting itself. Relaxed
+	 * LKM_SPIN_ASK: threads in lock_slow() that found S held by another thread (at least three
+	 * contend) and have not returned yet - parked, yielding, or runnable but preempted - which the
+	 * word does not count while they are not queued. A spinner asks only while it is 0, not counting itself. Relaxed
 	 * RMWs: a heuristic that orders nothing; a lock sharing the slot only makes asks rarer.
 	 */
 	_Atomic uint32_t waiting;
@@ -1273,12 +1277,12 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 			/*
 			 * SK: we spun spin_min_ns, spins on this lock lately did not find it free (at
 			 * least ASK_LOST_MIN of them), and nobody else waits (the word counts nobody
-			 * parked, woken or owed, and no third thread found S taken lately, nor did an
-			 * ask go unanswered: struct slot):
-			 * ask the owner to hand us the lock at its unlock, instead of spinning on until
-			 * we park (a wake-up, 10-50 us) while it re-locks. Judged once per spin, when the
-			 * floor is reached (a failed CAS judges again). relaxed (CAS and loads): a role
-			 * bit and heuristics; UA/AK order the data
+			 * parked, woken or owed, no third thread found S taken lately, and asks that
+			 * often go wrong did not silence the slot: struct slot): ask the owner to hand
+			 * us the lock at its unlock, instead of spinning on until we park (a wake-up,
+			 * 10-50 us) while it re-locks. Judged once per spin, when the floor is reached (a
+			 * failed CAS judges again). relaxed (CAS and loads): a role bit and heuristics;
+			 * UA/AK order the data
 			 */
 			if (LOST_SPIN(lost) >= ASK_LOST_MIN && !(fresh(v) & (P | W | A | H_MASK | Q_MASK)) &&
 			    atomic_load_explicit(&sl->waiting, memory_order_relaxed) <= (uint32_t)(w && w->counted) &&

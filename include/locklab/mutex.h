@@ -9,9 +9,9 @@
  *	bit  1     PARKED    threads may be parked in the parking lot on &m->word (the unlocker must look)
  *	bit  2     SPINNING  one waiter is awake and spinning on the word (a running thread that claimed
  *	                     it); every other waiter sleeps, and unlocks wake nobody else
- *	bits 3-9   GEN       the fork generation that wrote PARKED, SPINNING, WOKEN, OWED and QUEUED (0
- *	                     when all are clear): a child process treats an ancestor's spinner, woken
- *	                     thread and waiters as gone
+ *	bits 3-9   GEN       the fork generation that wrote PARKED, SPINNING, ASKED, WOKEN, OWED and
+ *	                     QUEUED (0 when all are clear): a child process treats an ancestor's
+ *	                     spinner, woken thread and waiters as gone
  *	bits 10-20 OWED      how many parked waiters are owed a handoff (their handoff deadline passed,
  *	                     or they are condvar waiters requeued onto the mutex), saturating at 2047;
  *	                     while it is not 0 every unlock hands the lock to the first owed waiter
