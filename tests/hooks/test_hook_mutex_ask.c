@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/hooks/test_hook_mutex_ask.c - the spinner's ask (lk_mutex_set_ask(1); src/mutex.c: SK, UA,
- * AK, SW; invariant 10), with its windows held open by the mutex.asked pause point (the spinner owns S and A and is about to
- * look at the word again; a pause there costs none of its rounds).
+ * AK, SW; invariant 10), with its windows held open by the mutex.asked pause point (the spinner owns
+ * S and A and is about to look at the word again; a pause there costs none of its rounds).
  *
  * 1. The handover in flight. main holds m; T spins, asks, and is held at mutex.asked. main unlocks:
  *    the unlock hands T the lock (UA: S cleared, L and A kept) and wakes nobody. O (the old owner
@@ -26,9 +26,10 @@
  *    is retried, up to 20 times.
  * 5. With the switch off (lk_mutex_set_ask(0), the default) a spinner in round 1's position never
  *    asks: it spins, yields and parks.
- * First, hk_mutex_prime_ask() teaches m's side-table slot that spins on m do not find it free (a spinner
- * asks only then). The rounds run with spin_min_ns 1 us and spin_max_ns 10 ms, so T asks (after 1 us)
- * long before it would give up on its own. Skipped on one CPU (no spinning there).
+ * First, hk_mutex_prime_ask() turns the ask on and teaches m's side-table slot that spins on m do
+ * not find it free (a spinner asks only then). The rounds run with spin_min_ns 1 us and spin_max_ns
+ * 10 ms, so T asks (after 1 us) long before it would give up on its own. Each round first sleeps
+ * 30 ms: an ask of the round before may have silenced the slot. Skipped on one CPU.
  */
 #include <errno.h>
 #include <pthread.h>
