@@ -51,7 +51,6 @@ static void env_apply(void)
 
 	lk_mutex_get_policy(&p);
 	ask = (uint64_t)lk_mutex_get_ask();
-	env_ask = (int)ask;
 	if (env_u64("LOCKLAB_MUTEX_ASK", &ask)) {
 		env_err = EINVAL;
 		return;
@@ -93,13 +92,6 @@ static void env_apply(void)
  * For the tuning variants (lk_mutex_variant.h): the policy the environment asks for, checked; 0 or
  * EINVAL (after the one line on stderr).
  */
-/* For the tuning variants: the ask switch the environment asks for (after lab_lk_mutex_env_policy). */
-int lab_lk_mutex_env_ask(void)
-{
-	pthread_once(&env_once, env_apply);
-	return env_ask;
-}
-
 int lab_lk_mutex_env_policy(struct lk_mutex_policy *p)
 {
 	pthread_once(&env_once, env_apply);
@@ -107,6 +99,13 @@ int lab_lk_mutex_env_policy(struct lk_mutex_policy *p)
 		return env_err;
 	*p = env_policy;
 	return 0;
+}
+
+/* For the tuning variants: the ask switch the environment asks for (after lab_lk_mutex_env_policy). */
+int lab_lk_mutex_env_ask(void)
+{
+	pthread_once(&env_once, env_apply);
+	return env_ask;
 }
 
 static int lkm_init(void *l)
