@@ -1177,7 +1177,19 @@ static int spin(lk_mutex_t *m, struct slot *sl, struct spin_limits lim, uint32_t
 	bool learned = true;		/* the budget is the learned one (not cut by a deadline) */
 	uint32_t v = *vp;
 	uint64_t i;
+#ifdef SPIN_DELAY_START_DIV
+	/*
+	 * Lab variants lk_mutex_v_sd* (stop 34, docs/results/issue11-2core-start-delay/, not the
+	 * default): the first look after the claim's only after lim.backoff / DIV relaxes. Where the
+	 * owner re-locks at once (2 threads / 1 ns) its streaks grow and throughput with them
+	 * (1.4-2.2x); where it works outside the lock as long as inside (2 / 100 ns / 1x) the late look
+	 * costs p99 (7-10x)
+	 */
+	_Static_assert(SPIN_DELAY_START_DIV >= 1, "SPIN_DELAY_START_DIV: 1 (the cap) or more");
+	uint32_t delay = lim.backoff / SPIN_DELAY_START_DIV ? lim.backoff / SPIN_DELAY_START_DIV : 1;
+#else
 	uint32_t delay = 1;
+#endif
 	unsigned yields = 0;	/* LKM_SPIN_YIELDS */
 	int64_t yield_t0 = 0;	/* LKM_SPIN_YIELDS: when the spin began (yield_ok()) */
 	bool asked = false;	/* LKM_SPIN_ASK: A is ours (SK done, neither AK nor SW yet) */
