@@ -118,6 +118,34 @@ static inline char lkt_thread_state(int tid)
 }
 
 /* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */
+#ifdef CPU_SETSIZE	/* <sched.h> with _GNU_SOURCE */
+/*
+ * Runs the calling thread on the n-th CPU (from 0) of *cpus, or on all of *cpus again when n < 0:
+ * for threads that must start on CPUs of their own. Nothing (0) when *cpus holds fewer than two
+ * CPUs or no n-th. Returns sched_setaffinity's result.
+ */
+static inline int lkt_place(const cpu_set_t *cpus, int n)
+{
+	cpu_set_t set = *cpus;
+
+	if (CPU_COUNT(cpus) < 2)
+		return 0;
+	if (n >= 0) {
+		int k = 0;
+
+		CPU_ZERO(&set);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, cpus) && k++ == n) {
+				CPU_SET(c, &set);
+				break;
+			}
+		if (!CPU_COUNT(&set))
+			return 0;
+	}
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+#endif
+
 static inline int lkt_sanitized(void)
 {
 #if defined(LOCKLAB_SANITIZE_thread) || defined(LOCKLAB_SANITIZE_address) || defined(LOCKLAB_SANITIZE_undefined)

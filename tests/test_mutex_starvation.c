@@ -94,21 +94,7 @@ static cpu_set_t cpus;		/* the CPUs the test may run on */
  */
 static void place(int me, bool start)
 {
-	cpu_set_t set = cpus;
-
-	if (CPU_COUNT(&cpus) < 2)
-		return;
-	if (start) {
-		int k = 0;
-
-		CPU_ZERO(&set);
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &cpus) && k++ == me) {
-				CPU_SET(c, &set);
-				break;
-			}
-	}
-	CHECK_EQ(sched_setaffinity(0, sizeof(set), &set), 0);
+	CHECK_EQ(lkt_place(&cpus, start ? me : -1), 0);
 }
 
 /*

@@ -21,6 +21,7 @@
  *     the bucket is not locked yet) the holder unlocks and hands it the lock; the waiter must return
  *     0 owning the lock, never ETIMEDOUT with the lock held.
  */
+#define _GNU_SOURCE	/* sched_setaffinity (lkt_place) */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -46,6 +47,9 @@ static _Atomic unsigned long after_owed;	/* rhythm acquisitions that started aft
 static _Atomic int order[NW], norder;
 static _Atomic int w_tid[NW];
 static _Atomic int w_left;		/* waiters not done yet */
+static _Atomic int go;			/* rhythm thread 0 may take the lock (rhythm_run()) */
+static _Atomic int started;		/* the waiters parked, the policy set: the rhythm may start */
+static cpu_set_t cpus;			/* the CPUs the test may run on */
 static __thread int role = -1;		/* 0, 1 rhythm; 10 + i waiter i; 20 the timing-out waiter */
 static __thread int parked_in_call;	/* a rhythm thread parked in its current lock call */
 
@@ -79,15 +83,35 @@ static void on_hook(const char *point, void *arg)
 	}
 }
 
+/*
+ * The two rhythm threads start on CPUs of their own (where the test has two) and go back to all of
+ * them after 10 acquisitions: the waiters' deadlines (1 ms by default) run from their parks, and
+ * when the scheduler put the two on one CPU, the holder's loop kept the spinner off it for a time
+ * slice (milliseconds), by which time the waiters were owed and served before the rhythm ran.
+ */
 static void *rhythm(void *arg)
 {
+	bool placed = false;
+
 	role = (int)(intptr_t)arg;
+	CHECK_EQ(lkt_place(&cpus, role), 0);
+	/* thread 0 takes the lock first, thread 1 spins for it once the waiters parked behind it */
+	while (!atomic_load(role == 0 ? &go : &started) && !atomic_load(&stop))
+		sched_yield();
 	while (!atomic_load(&stop)) {
 		parked_in_call = 0;
 		lk_mutex_lock(&m);
 		atomic_store(&holder, role);
-		if (atomic_fetch_add(&acq, 1) + 1 >= CAP)
+		unsigned long n = atomic_fetch_add(&acq, 1) + 1;
+
+		if (n >= CAP)
 			atomic_store(&stop, 1);
+		if (!placed && n >= 10) {
+			CHECK_EQ(lkt_place(&cpus, -1), 0);
+			placed = true;
+		}
+		while (!atomic_load(&started) && !atomic_load(&stop))	/* the first: see rhythm_run() */
+			sched_yield();
 		/*
 		 * (once every waiter W is served, rhythm threads parked with handoff_ns 0 are owed too.) A
 		 * rhythm thread that parked in this call took its turn as a queued waiter itself: it may be
@@ -156,11 +180,27 @@ static void rhythm_run(const char *what, const struct lk_mutex_policy *pol, int 
 	atomic_store(&after_owed, 0);
 	atomic_store(&norder, 0);
 	atomic_store(&w_left, nw);
-	/* the waiters park in order while we hold the lock (no spinning: they park at once) */
+	atomic_store(&go, 0);
+	atomic_store(&started, 0);
+	atomic_store(&holder, -1);
+	/*
+	 * Rhythm thread 0 takes the lock; the waiters park in order behind it (no spinning: they park
+	 * at once); then the policy, and thread 1 spins for the lock (held at mutex.spin): thread 0
+	 * sees it and unlocks, waking nobody, and the rhythm runs. Nothing slow between the waiters'
+	 * parks and the rhythm: both threads exist before, and this thread only sets the flag. (When
+	 * it held the lock itself and created the rhythm threads after the parks, the first waiter was
+	 * owed before the rhythm ran in most runs with the 1 ms default, and thread 1, calling lock
+	 * before our unlock, parked behind the waiters, so the rhythm broke at once: runs that tested
+	 * nothing.)
+	 */
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&rt[i], NULL, rhythm, (void *)(intptr_t)i), 0);
 	p = *pol;
 	p.spin_min_ns = p.spin_max_ns = 0;
 	CHECK_EQ(lk_mutex_set_policy(&p), 0);
-	lk_mutex_lock(&m);
+	atomic_store(&go, 1);
+	while (atomic_load(&holder) != 0)
+		sched_yield();
 	for (int i = 0; i < nw; i++) {
 		int tid;
 
@@ -169,13 +209,8 @@ static void rhythm_run(const char *what, const struct lk_mutex_policy *pol, int 
 		while (!(tid = atomic_load(&w_tid[i])) || lkt_thread_state(tid) != 'S')
 			sched_yield();
 	}
-	/* rhythm thread 0 spins (held at mutex.spin); our unlock wakes nobody; the rhythm starts */
 	CHECK_EQ(lk_mutex_set_policy(pol), 0);
-	CHECK_EQ(pthread_create(&rt[0], NULL, rhythm, (void *)0), 0);
-	while (!(word() & LK_MUTEX_SPINNING) && !(word() & LK_MUTEX_OWED_MASK))
-		sched_yield();
-	CHECK_EQ(pthread_create(&rt[1], NULL, rhythm, (void *)1), 0);
-	CHECK_EQ(lk_mutex_unlock(&m), 0);
+	atomic_store(&started, 1);
 
 	while (atomic_load(&w_left) && !atomic_load(&stop))
 		sched_yield();
@@ -192,6 +227,13 @@ static void rhythm_run(const char *what, const struct lk_mutex_policy *pol, int 
 			"alternating threads\n", nw, got);
 	CHECK(got < CAP);
 	CHECK_EQ(atomic_load(&after_owed), 0);
+	/*
+	 * The run tested something: with a 50 ms deadline the waiter can only be served after the
+	 * rhythm ran, which no preemption breaks here (the old set-up served it after 0-5 acquisitions
+	 * in some runs, 50000+ in the others)
+	 */
+	if (pol->handoff_ns >= 50000000 && CPU_COUNT(&cpus) >= 2)
+		CHECK(got >= 10);
 	/*
 	 * With handoff_ns 0 every waiter is owed from its first park: strict FIFO. With a deadline, a
 	 * waiter can be woken as the spinner before its timer marked it (a late timer on a loaded
@@ -270,6 +312,7 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	lkt_watchdog(180);
+	CHECK_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
 	hk_install(on_hook);
 	lk_mutex_get_policy(&def);
 
