@@ -2020,8 +2020,12 @@ int lk_mutex_unlock_slow(lk_mutex_t *m, uint32_t v)
 #if LKM_WAKE_MORE
 	if (extra && u.token != TOKEN_WAKE_MORE)
 		wm_done(slot_of(m));	/* a handoff, W's own wake, or nobody: no extra thread in flight */
-	if (u.token == TOKEN_WAKE_MORE)
+	if (u.token == TOKEN_WAKE_MORE) {
 		lockstat_inc(mutex_wake_more);
+#ifdef LKM_WAKE_MORE_WOKE
+		LKM_WAKE_MORE_WOKE();	/* tests/test_mutex_wake_more.c only: an extra waiter woken */
+#endif
+	}
 #endif
 	if (u.token == TOKEN_HANDOFF)
 		lockstat_inc(mutex_handoff);
