@@ -63,11 +63,13 @@ static void *thread_b(void *arg)
 }
 
 static _Atomic int helper_ret = -1;
+static _Atomic int helper_started;	/* the helper is about to make its repeated unlock */
 
 static void *repeat_unlock(void *arg)
 {
 	(void)arg;
 	/* misuse: nA released `l` long ago; B holds `l` now */
+	atomic_store_explicit(&helper_started, 1, memory_order_release);	/* release: handshake */
 	atomic_store_explicit(&helper_ret, lk_spin_mcs_unlock(&l, &nA), memory_order_release);
 	return NULL;
 }
@@ -134,9 +136,17 @@ int main(void)
 	CHECK_EQ(lk_spin_mcs_unlock(&l, &nA), 0);	/* hands `l` to B */
 	wait_step(3);					/* B is inside */
 	CHECK_EQ(pthread_create(&h, NULL, repeat_unlock, NULL), 0);
-	/* the helper may still be waiting to see the lock free, or may already have failed: B stays inside */
+	/*
+	 * Until the helper makes its unlock call, and a little longer (it waits to see the lock free):
+	 * B stays inside meanwhile. Without waiting for the call, beside another test the helper had
+	 * not started it when B left in 4 of 20 runs, and step 4 repeated step 3.
+	 */
+	while (!atomic_load_explicit(&helper_started, memory_order_acquire))	/* acquire: handshake */
+		sched_yield();
 	for (int i = 0; i < 100; i++)
 		sched_yield();
+	/* acquire: the helper's result; it cannot have one before B unlocks (the lock is held) */
+	CHECK_EQ(atomic_load_explicit(&helper_ret, memory_order_acquire), -1);
 	CHECK_EQ(atomic_load_explicit(&in_l, memory_order_relaxed), 1);
 	CHECK(lk_spin_mcs_is_locked(&l));
 	set_step(4);
