@@ -182,7 +182,8 @@ int main(void)
 	lkt_watchdog(120);
 	quota = lkt_sanitized() ? 1000 : 5000;
 	for (unsigned i = 0; i < K * CONS_PER_SEM; i++) {
-		cs[i] = (struct cons){ .s = &sems[i % K], .id = i, .timed = (i % 3 == 2) };
+		/* one timed consumer per semaphore (i % 3 == 2 put all three on sems[2]: audit) */
+		cs[i] = (struct cons){ .s = &sems[i % K], .id = i, .timed = (i / K == CONS_PER_SEM - 1) };
 		pthread_create(&ct[i], NULL, consumer, &cs[i]);
 	}
 	for (unsigned i = 0; i < K; i++)

@@ -36,7 +36,7 @@
 #include "preload_test.h"
 
 static pthread_mutex_t M = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int w_started;
+static _Atomic int w_started;		/* waiters that have started (W1, then W2) */
 static _Atomic int fork_rc = -2;	/* the handler's fork: 1 returned in the parent, -1 failed, -2 not yet */
 static _Atomic int fork_status = -1;	/* the child's wait status */
 
@@ -61,7 +61,7 @@ static void on_usr1(int sig)
 static void *waiter(void *arg)
 {
 	(void)arg;
-	atomic_store(&w_started, 1);
+	atomic_fetch_add(&w_started, 1);
 	CHECK_EQ(pthread_mutex_lock(&M), 0);
 	CHECK_EQ(pthread_mutex_unlock(&M), 0);
 	return NULL;
@@ -88,7 +88,7 @@ static int scenario(long delay_us)
 	CHECK_EQ(pthread_create(&w1, NULL, waiter, NULL), 0);
 	sleep_us(5000);			/* W1 queued (or spinning): W2 joins a non-empty queue */
 	CHECK_EQ(pthread_create(&w2, NULL, waiter, NULL), 0);
-	while (!atomic_load(&w_started))
+	while (atomic_load(&w_started) < 2)	/* W2 too (W1 started 5 ms ago) */
 		sched_yield();
 	sleep_us(delay_us);		/* W2 inside pthread_mutex_lock */
 	CHECK_EQ(pthread_kill(w2, SIGUSR1), 0);
