@@ -266,14 +266,17 @@ static bool rhythm_run(const char *what, const struct lk_mutex_policy *pol, int 
 /*
  * Runs until one tested the rhythm: a waiter whose deadline passed during the set-up (a loaded
  * machine: the first waiter was served at the first unlock in 3 of 10 runs of "4 waiters, 2 ms"
- * beside another test) is served before the rhythm runs, and the run proves nothing. With
- * handoff_ns 0 every waiter is owed at its park: no rhythm can run, and the run checks the order.
+ * beside another test) is served before the rhythm runs, and the run proves nothing. Once only with
+ * handoff_ns 0 (every waiter is owed at its park: no rhythm can run, the run checks the order), on
+ * one CPU, and under an emulator (LOCKLAB_TEST_TIMEOUT_SCALE, set by scripts/check-arm64), where the
+ * set-up outlasts a 2 ms deadline: under qemu all 50 runs of "4 waiters, 2 ms" were served at the
+ * first unlock.
  */
 static void rhythm_until_tested(const char *what, const struct lk_mutex_policy *pol, int nw)
 {
 	int a = 0;
 
-	if (pol->handoff_ns == 0 || CPU_COUNT(&cpus) < 2) {
+	if (pol->handoff_ns == 0 || CPU_COUNT(&cpus) < 2 || lkt_timeout_scale() > 1) {
 		rhythm_run(what, pol, nw);
 		return;
 	}
