@@ -117,7 +117,6 @@ static inline char lkt_thread_state(int tid)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
-/* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */
 #ifdef CPU_SETSIZE	/* <sched.h> with _GNU_SOURCE */
 /*
  * Runs the calling thread on the n-th CPU (from 0) of *cpus, or on all of *cpus again when n < 0:
@@ -146,6 +145,7 @@ static inline int lkt_place(const cpu_set_t *cpus, int n)
 }
 #endif
 
+/* 1 under ThreadSanitizer/ASan/UBSan builds (tests shrink iteration counts there), else 0. */
 static inline int lkt_sanitized(void)
 {
 #if defined(LOCKLAB_SANITIZE_thread) || defined(LOCKLAB_SANITIZE_address) || defined(LOCKLAB_SANITIZE_undefined)
