@@ -400,6 +400,22 @@ def _fairness(by_lock, other, subject):
     return f"{part(other)} / {part(subject)}" + (" *" if less else ""), less
 
 
+def _slower(by_lock, other, subject, metric):
+    """A latency row's addition to the fairness column: the lock ahead's speed against the
+    subject's in that cell, "; throughput 0.70x" (ratio of medians, other / subject, in the cell's
+    speed metric: throughput, or time to finish), with " slower" when it is slower by the verdict
+    rule, and whether it is. ("", False) when either side lacks the metric."""
+    a = st.metric_values(by_lock.get(other, []), metric)
+    b = st.metric_values(by_lock.get(subject, []), metric)
+    if not a or not b:
+        return "", False
+    c = st.compare_samples(a, b, st.higher_is_better(metric))
+    if c["ratio"] is None:
+        return "", False
+    slower = c["verdict"] == "slower"
+    return f"; {LABEL.get(metric, metric)} {c['ratio']:.2f}x" + (" slower" if slower else ""), slower
+
+
 def _coverage(by_lock, other, subject):
     """A worst-thread p99 row's addition to the fairness column: "; threads timed N / M" (medians of
     latency.threads_sampled, other / subject), and whether `other` timed fewer threads than `subject`
@@ -442,6 +458,7 @@ def standing_md(doc, subject):
     started = {}  # mutex-batch: losses whose threads started START_SHARE of the time apart
     pairs = 0
     latency_rows = unfair_ahead = 0  # latency losses, and those behind a lock less fair there
+    slower_ahead = 0  # latency losses behind a lock that does less work there (metrics[0])
     thread_rows = fewer_ahead = 0  # worst-thread p99 losses, and those behind fewer threads timed
     for cell in doc["cells"]:
         by_lock = cell_results(doc, cell)
@@ -461,6 +478,9 @@ def standing_md(doc, subject):
                 if m in LATENCY:
                     latency_rows += 1
                     unfair_ahead += less_fair
+                    mark, slower = _slower(by_lock, sd["other"], subject, metrics[0])
+                    fair += mark
+                    slower_ahead += slower
                 if m == "thread_p99_max_ns":
                     cover, fewer = _coverage(by_lock, sd["other"], subject)
                     fair += cover
@@ -492,7 +512,8 @@ def standing_md(doc, subject):
     nloss = len(losses[True]) + len(losses[False])
     if nloss:
         head = [f"| cell | metric | ahead of it | {subject} median | its median | "
-                f"{subject} / it (95% CI) | p | Jain (min share): it / {subject} |",
+                f"{subject} / it (95% CI) | p | Jain (min share): it / {subject}; on latency rows "
+                f"its speed / {subject}'s |",
                 "|---|---|---|---:|---:|---|---:|---|"]
         lines += [f"{nloss} of {pairs} (cell, metric) pairs.", ""]
         if unfair_ahead:
@@ -503,6 +524,13 @@ def standing_md(doc, subject):
                       "waited: part of such a lead is threads the lock kept waiting. The minimum "
                       "share is the fewest operations one thread did, over the mean per thread (0: "
                       "a thread did none).", ""]
+        if slower_ahead:
+            speed = LABEL.get(metrics[0], metrics[0])
+            lines += [f"In {slower_ahead} of the {latency_rows} latency rows the lock ahead is "
+                      f"slower than {subject} in that cell ({speed} worse by the verdict rule: "
+                      f"`slower` after the ratio of medians it / {subject} in the last column). A "
+                      "lock that completes fewer acquisitions leaves fewer of them to wait: part of "
+                      "such a lead is work it did not do.", ""]
         if fewer_ahead:
             lines += [f"In {fewer_ahead} of the {thread_rows} worst-thread p99 rows the lock ahead "
                       f"timed acquisitions in fewer threads than {subject} (median threads with a "

@@ -99,15 +99,17 @@ def test_losses_name_every_cell_where_the_subject_is_neither_first_nor_tied():
     # timed fewer: its worst thread is the worst of fewer threads
     tp = next(ln for ln in loss_rows if "worst thread's p99" in ln)
     assert "| 5,002 | 3,002 | 1.67x [" in tp, tp
-    assert tp.endswith("| 0.90 / 0.50; threads timed 20 / 32 fewer |"), tp
+    assert tp.endswith("| 0.90 / 0.50; throughput 1.58x; threads timed 20 / 32 fewer |"), tp  # 82 / 52
     assert "In 1 of the 1 worst-thread p99 rows the lock ahead timed acquisitions in fewer" in text
-    thr = next(ln for ln in loss_rows if "throughput" in ln)
+    thr = next(ln for ln in loss_rows if ln.split(" | ")[1] == "throughput")
     assert "0.63x [" in thr  # 52 / 82
     # the fairness column: parking_lot's Jain 0.90 against lk_mutex's 0.50, no min share reported
     assert thr.endswith("| 0.90 / 0.50 |")
-    # glibc's p99 lead at 2 threads is not bought with fairness (Jain 0.90 both): no mark, no note
+    # glibc's p99 lead at 2 threads is not bought with fairness (Jain 0.90 both): no `*`, no note;
+    # it is bought with throughput (80 against lk_mutex's 100): marked as slower
     p99 = next(ln for ln in loss_rows if "p99 latency" in ln)
-    assert p99.endswith("| 0.90 / 0.90 |") and "latency rows the lock ahead is less fair" not in text
+    assert p99.endswith("| 0.90 / 0.90; throughput 0.80x slower |")
+    assert "latency rows the lock ahead is less fair" not in text
     # the per-cell table carries every metric for every cell
     assert ("| cell | throughput | p99 latency | p99.9 latency | worst thread's p99 | "
             "Jain fairness |") in text
@@ -310,7 +312,7 @@ def test_a_latency_lead_of_a_less_fair_lock_is_marked():
             r["result"]["min_share"] = 0.8
     text = "\n".join(suite.standing_md(doc, "lk_mutex"))
     p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=2 | p99 latency |"))
-    assert p99.endswith("| 0.50 (0.00) / 0.90 (0.80) * |")
+    assert p99.endswith("| 0.50 (0.00) / 0.90 (0.80) *; throughput 0.80x slower |")
     assert "In 1 of the 2 latency rows the lock ahead is less fair than lk_mutex" in text
     # a Jain loss is not a latency row, and the throughput row's lock ahead is fairer: no mark
     thr = next(ln for ln in text.splitlines() if ln.startswith("| threads=32 | throughput |"))
@@ -344,3 +346,38 @@ def test_noise_scale_from_the_one_thread_cells():
     doc["cells"] = cells[1:]
     assert suite.one_thread_scale(doc, "lk_mutex", "ops_per_sec") is None
     assert "Noise scale" not in "\n".join(suite.standing_md(doc, "lk_mutex"))
+
+
+def test_a_latency_lead_of_a_slower_lock_is_marked():
+    """glibc's p99 lead at 2 threads comes with 0.80x lk_mutex's throughput there (80 against 100,
+    ranges apart): the row is marked and a sentence counts such rows; the throughput row is not a
+    latency row and gets no mark. A latency lead of a lock as fast as the subject is not marked."""
+    text = "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
+    p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=2 | p99 latency |"))
+    assert p99.endswith("; throughput 0.80x slower |")
+    assert "In 1 of the " in text and "latency rows the lock ahead is slower than lk_mutex" in text
+    thr = next(ln for ln in text.splitlines() if ln.startswith("| threads=32 | throughput |"))
+    assert "slower" not in thr
+    # glibc as fast as lk_mutex at 2 threads (same ops): its p99 lead is no longer marked
+    doc = mutex_doc()
+    for r in doc["runs"]:
+        if r["params"]["threads"] == 2 and r["lock"] == "glibc_normal":
+            r["result"]["ops_per_sec"] = 100 + r["repeat"]
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=2 | p99 latency |"))
+    assert p99.endswith("; throughput 1.00x |")
+    assert "latency rows the lock ahead is slower" not in text
+
+
+def test_a_batch_latency_lead_of_a_lock_that_finishes_later_is_marked():
+    """mutex-batch: speed is time to finish, lower is better. glibc's p99 lead comes with about twice
+    lk_mutex's time to finish: marked as slower on time to finish."""
+    runs = [*_runs("lk_mutex", {"threads": 4}, lambda i: {"finish_s": 1.0 + i / 100,
+                                                          "latency": {"p99_ns": 500 + i}}),
+            *_runs("glibc_normal", {"threads": 4}, lambda i: {"finish_s": 2.0 + i / 100,
+                                                              "latency": {"p99_ns": 100 + i}})]
+    doc = {"workload": "mutex-batch", "locks": ["lk_mutex", "glibc_normal"], "runs": runs,
+           "cells": [{"params": {"threads": 4}, "stats": {}}]}
+    text = "\n".join(suite.standing_md(doc, "lk_mutex"))
+    p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=4 | p99 latency |"))
+    assert p99.endswith("; time to finish 1.98x slower |")  # medians 2.02 / 1.02
