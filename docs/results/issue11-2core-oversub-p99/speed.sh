@@ -8,6 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 D=${LOCKLAB_BENCH:-$root/build/locklab-bench}
+[ -x "$D" ] || { echo "speed.sh: $D is not built (make build, or set LOCKLAB_BENCH)" >&2; exit 2; }
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 for ((i = 1; i <= ${ROUNDS:-6}; i++)); do

@@ -8,6 +8,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 D=${LOCKLAB_BENCH:-$root/build/locklab-bench}
+[ -x "$D" ] || { echo "trace.sh: $D is not built (make build, or set LOCKLAB_BENCH)" >&2; exit 2; }
+command -v perf >/dev/null || { echo "trace.sh: needs perf (Debian: linux-perf)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 {
