@@ -42,7 +42,6 @@ struct waiter {
 	bool timed;
 	int64_t deadline_ns;	/* timed: relative to the call */
 	pthread_t t;
-	_Atomic int started;
 	_Atomic int done;
 	int r;
 };
@@ -51,7 +50,6 @@ static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
-	atomic_store(&w->started, 1);
 	if (w->timed) {
 		struct timespec dl = lkt_deadline_in(CLOCK_MONOTONIC, w->deadline_ns);
 
