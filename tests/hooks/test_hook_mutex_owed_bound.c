@@ -23,10 +23,10 @@
  * and, when it times out instead, nothing: the owed waiters behind it are still checked as above.
  * (Whether it left the word's counts exact does not show here: the next unlock clears an OWED nobody
  * holds, and the last waiter out clears the rest; tests/test_mutex_owed_timeout.c reads them.) It
- * also checks that W became owed within NT * handoff_ns of its lock call plus a
- * generous wake-up allowance (1 s: a busy machine), and that the run is not vacuous: a round is
- * repeated, up to 20 times, until some waiter was owed and some owed waiter timed out (under an
- * emulator, LOCKLAB_TEST_TIMEOUT_SCALE > 1, only the first is required).
+ * also checks that W became owed within NT * handoff_ns of its lock call plus a generous wake-up
+ * allowance (1 s: a busy machine), and that the run is not vacuous: a round is repeated, up to 20
+ * times, until some waiter was owed and some owed waiter timed out (under an emulator,
+ * LOCKLAB_TEST_TIMEOUT_SCALE > 1, only the first is required).
  * Policies: handoff_ns 20 us and 50 us with the default and the issue's 10 ms spinning; handoff_ns 0
  * without spinning (every parked waiter owed at once: strict FIFO among parked waiters).
  */
