@@ -85,6 +85,34 @@ def fixed_differences(docs, names):
     return out
 
 
+def shared_orders(docs, names):
+    """Lines naming each group of files that ran their locks in the same order: the lock-order
+    shuffle with one seed (or none), the same locks, cells and repeats. Their runs of one lock in one
+    cell then came at the same place in every file - after the same runs, as far into the bench -
+    so what the place does (a machine whose speed follows what ran before) recurs in each of them,
+    and a loss found in all of them is less independent than it looks."""
+    groups = {}
+    for n, d in zip(names, docs):
+        order = d.get("order") or {}
+        if "seed" not in order and "shuffle" not in order:
+            continue  # a file from before the order was recorded
+        key = (repr(order.get("shuffle")), repr(order.get("seed") if order.get("shuffle") else None),
+               repr(d.get("locks")), repr([c.get("params") for c in d.get("cells", [])]),
+               repr(len(d.get("runs", []))))
+        groups.setdefault(key, []).append((n, order))
+    out = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        how = (f"shuffled with seed {members[0][1].get('seed')}" if members[0][1].get("shuffle")
+               else "not shuffled")
+        out.append(f"- {', '.join(n for n, _ in members)} ran their locks in the same order "
+                   f"({how}): a loss recurring in them may follow its place in that order (what "
+                   "ran before it, how far into the bench) as well as the lock; records made with "
+                   "different seeds (`locklab suite` draws one per run) are independent in that")
+    return out
+
+
 def across_md(docs, names, subject, all_metrics=False):
     """Markdown lines: the files, then per metric how many cells the subject is behind in every
     file, in some and in none (and how many have its median 10% worse in every file), then every
@@ -96,6 +124,7 @@ def across_md(docs, names, subject, all_metrics=False):
     lines = [f"## {subject} across {len(docs)} results files ({docs[0]['workload']})", ""]
     lines += [f"- {lb}: `{n}` ({_head(d)})" for lb, n, d in zip(labels, names, docs)]
     lines += fixed_differences(docs, labels)
+    lines += shared_orders(docs, labels)
     ncells = len({_key(p) for p, _, _ in rows})
     lines += ["", f"{ncells} cells in every file" +
               (f"; {missing} cells left out (not in every file)." if missing else "."), "",

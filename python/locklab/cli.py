@@ -97,6 +97,11 @@ def _top_parser():
     ps.add_argument("--retry-busy", default="0", metavar="N",
                     help="every bench's --retry-busy N: measure a run the busy rule flags again, "
                     "up to N times (default 0)")
+    ps.add_argument("--seed", metavar="N",
+                    help="seed of every bench's lock-order shuffle (default: a fresh one per suite, "
+                    "printed and recorded as each results file's order.seed, so that two records "
+                    "of the same matrix do not share their run order; --resume reuses the "
+                    "interrupted suite's)")
     ps.add_argument("--no-progress", action="store_true", help="no progress bar")
     psh = sub.add_parser("show", help="print the tables of saved results files again")
     psh.add_argument("files", nargs="+", metavar="FILE", help="results files (locklab-results/1)")
@@ -353,8 +358,10 @@ def cmd_suite(ns):
     if ns.resume and not ns.out:
         raise UsageError("--resume: needs --out DIR, the directory of the interrupted suite")
     retry = runner.parse_positive_int(ns.retry_busy, "--retry-busy", lo=0, hi=MAX_RETRY_BUSY)
+    seed = None if ns.seed is None else runner.parse_positive_int(ns.seed, "--seed", lo=0,
+                                                                  hi=2**63 - 1)
     return suite.run(Driver(), out_dir=ns.out, quick=ns.quick, only=ns.only,
-                     progress=not ns.no_progress, resume=ns.resume, retry_busy=retry)
+                     progress=not ns.no_progress, resume=ns.resume, retry_busy=retry, seed=seed)
 
 
 def _main(argv):

@@ -36,8 +36,8 @@ to a smoke test of a few seconds (used by the tests). What each experiment repro
 An experiment with a `subject` (issue 11: lk_mutex, spin_ttas) gets, in the summary, every cell in
 which the subject is neither first nor tied with the winner, on throughput (or time to finish),
 p99 and p99.9 acquisition latency, the worst thread's own p99 and Jain fairness, each judged with
-the verdict rule and the metric's own direction (stats.HIGHER_IS_BETTER), and the slow-path
-counters of a statistics build.
+the verdict rule and the metric's own direction (stats.HIGHER_IS_BETTER), how many of those marks
+chance alone could give (chance_of_mark()), and the slow-path counters of a statistics build.
 
 Cost on the 2-CPU machine (runs x (window + warm-up + ~0.1 s start-up), from the plan; `locklab
 suite --list` prints the commands): seed experiments ~11 min, issue11-mutex 4320 runs ~26 min,
@@ -46,7 +46,9 @@ issue11-yield 240 runs of 2 s ~10 min: about 65 minutes in all (docs/results/iss
 """
 
 import datetime as _dt
+import math
 import os
+import random
 from dataclasses import dataclass, field
 
 from . import runner
@@ -183,8 +185,9 @@ def resolve_locks(exp, wl, algorithms, note):
     return locks
 
 
-def bench_args(exp, locks, quick, retry_busy=0):
-    """The `locklab bench` arguments (after the workload) for one experiment."""
+def bench_args(exp, locks, quick, retry_busy=0, seed=None):
+    """The `locklab bench` arguments (after the workload) for one experiment; seed: the lock-order
+    shuffle's (None: the bench's default)."""
     params = dict(exp.params)
     repeat = exp.repeat
     if quick:
@@ -203,7 +206,39 @@ def bench_args(exp, locks, quick, retry_busy=0):
         args += ["--baseline", exp.baseline]
     if retry_busy:
         args += ["--retry-busy", str(retry_busy)]
+    if seed is not None:
+        args += ["--seed", str(seed)]
     return args
+
+
+SEED_MAX = 2**31 - 1
+
+
+def recorded_seed(out_dir, exps):
+    """The lock-order seed an interrupted suite in out_dir ran with: that of its first experiment
+    file (complete or interrupted: order.seed) or partial file (the plan in its header) that has
+    one, in the experiments' order; None when there is none."""
+    for exp in exps:
+        path = os.path.join(out_dir, f"{exp.name}.json")
+        for p, read in ((path + ".partial", _partial_seed), (path, _doc_seed)):
+            try:
+                seed = read(p)
+            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+                continue
+            if isinstance(seed, int) and not isinstance(seed, bool):
+                return seed
+    return None
+
+
+def _partial_seed(path):
+    import json
+    with open(path, encoding="utf-8") as f:
+        return json.loads(f.readline())["plan"]["seed"]
+
+
+def _doc_seed(path):
+    from .results import load
+    return load(path)["order"]["seed"]
 
 
 def select(only):
@@ -448,6 +483,28 @@ def one_thread_scale(doc, subject, metric):
     return min(ratios), max(ratios), len(ratios)
 
 
+def chance_of_mark(by_lock, metric, subject):
+    """An upper bound on the chance that the verdict rule marks `subject` behind on `metric` in this
+    cell when no lock differs from it: if every lock's runs came from one distribution, the subject's
+    n runs would lie wholly on the worse side of another lock's m runs with probability
+    1 / C(n + m, n), the only order in which the ranges are apart; the rule marks it where that
+    order's exact two-sided Mann-Whitney p, 2 / C(n + m, n), is below ALPHA (5 and 5 runs: 1 in
+    252). Summed over the other locks (the union bound: "behind" is against any of them). 0 where
+    the subject has no value."""
+    vals = {lk: st.metric_values(rs, metric) for lk, rs in by_lock.items()}
+    n = len(vals.get(subject) or [])
+    if not n:
+        return 0.0
+    total = 0.0
+    for lk, v in vals.items():
+        if lk == subject or not v:
+            continue
+        orders = math.comb(n + len(v), n)
+        if 2 / orders < st.ALPHA:
+            total += 1 / orders
+    return total
+
+
 def standing_md(doc, subject):
     """The subject's standing per cell on every JUDGED metric, and the list of the cells where it is
     neither first nor tied (empty when the subject is not in the file)."""
@@ -457,6 +514,7 @@ def standing_md(doc, subject):
     losses, table = {True: [], False: []}, []
     started = {}  # mutex-batch: losses whose threads started START_SHARE of the time apart
     pairs = 0
+    chance = {True: [0, 0.0], False: [0, 0.0]}  # targeted or not: [pairs, marks expected by chance]
     latency_rows = unfair_ahead = 0  # latency losses, and those behind a lock less fair there
     slower_ahead = 0  # latency losses behind a lock that does less work there (metrics[0])
     thread_rows = fewer_ahead = 0  # worst-thread p99 losses, and those behind fewer threads timed
@@ -469,6 +527,8 @@ def standing_md(doc, subject):
             if sd is None:
                 continue
             pairs += 1
+            chance[m in TARGETED][0] += 1
+            chance[m in TARGETED][1] += chance_of_mark(by_lock, m, subject)
             if sd["place"] == "behind":
                 share = start_share(by_lock, (subject, sd["other"])) \
                     if doc.get("workload") == "mutex-batch" else None
@@ -516,6 +576,15 @@ def standing_md(doc, subject):
                 f"its speed / {subject}'s |",
                 "|---|---|---|---:|---:|---|---:|---|"]
         lines += [f"{nloss} of {pairs} (cell, metric) pairs.", ""]
+        (pt, et), (pr, er) = chance[True], chance[False]
+        lines += [f"By chance: if every lock's runs in a cell came from one distribution, "
+                  f"{subject}'s n runs would lie wholly on the worse side of another lock's m runs "
+                  "with probability 1 / C(n + m, n) (5 and 5 runs: 1 in 252), and the rule marks "
+                  f"that. Summed over the other locks, up to {et:.1f} of the {pt} pairs on the "
+                  f"issue's targets and {er:.1f} of the other {pr} could be marked by chance alone "
+                  f"(an upper bound: it holds if no lock differed from {subject} anywhere). A row "
+                  "that recurs in another record of the same matrix (`scripts/across-runs`) is a "
+                  "finding; a row seen once is a lead.", ""]
         if unfair_ahead:
             lines += [f"In {unfair_ahead} of the {latency_rows} latency rows the lock ahead is less "
                       f"fair than {subject} in that cell (its Jain index lower by the verdict rule; "
@@ -847,10 +916,12 @@ def summarize(out_dir, note=print):
 
 
 def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print, resume=False,
-        retry_busy=0):
+        retry_busy=0, seed=None):
     """Runs the selected experiments; returns the exit status.  resume: continue an interrupted
     suite in out_dir (experiments already complete are kept, an interrupted one is resumed).
-    retry_busy: every bench's --retry-busy."""
+    retry_busy: every bench's --retry-busy.  seed: every bench's --seed; None draws a fresh one
+    (or, with resume, reuses the interrupted suite's), so that two records of one matrix do not
+    run their locks in the same order: a loss that recurs in both is then not the order's."""
     from .cli import build_plan, bench_parser, run_plan
     from .demo import write_report
     from .results import dump
@@ -860,6 +931,10 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print,
         ts = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
         out_dir = os.path.join("results", f"suite-{ts}")
     os.makedirs(out_dir, exist_ok=True)
+    if seed is None and resume:
+        seed = recorded_seed(out_dir, exps)
+    if seed is None:
+        seed = random.SystemRandom().randint(1, SEED_MAX)
     algorithms = driver.algorithms()
     notes, plans = [], []
 
@@ -873,14 +948,14 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print,
         if wl.lock_param is not None and not locks:
             collect(f"{exp.name}: skipped, none of its locks is available")
             continue
-        args = bench_args(exp, locks, quick, retry_busy)
+        args = bench_args(exp, locks, quick, retry_busy, seed)
         plan = build_plan(wl, algorithms, bench_parser(wl, algorithms).parse_args(args))
         plans.append((exp, args, plan))
     total = sum(p.total_runs * (float(p.fixed_args.get("duration", 0.0)) +
                                 float(p.fixed_args.get("warmup", 0.0)) + OVERHEAD_S)
                 for _, _, p in plans)
     note(f"suite: {len(plans)} experiments, {sum(p.total_runs for _, _, p in plans)} driver runs, "
-         f"roughly {total / 60:.0f} minutes or more")
+         f"roughly {total / 60:.0f} minutes or more; lock-order seed {seed}")
     docs, paths = [], []
     for exp, args, plan in plans:
         path = os.path.join(out_dir, f"{exp.name}.json")
@@ -898,7 +973,9 @@ def run(driver, out_dir=None, quick=False, only=None, progress=True, note=print,
                        progress=progress, resume=resume and partial,
                        resume_command=runner.command_line(
                            ["suite", "--out", out_dir, "--resume"] +
-                           (["--retry-busy", str(retry_busy)] if retry_busy else [])))
+                           (["--only", only] if only else []) +
+                           (["--retry-busy", str(retry_busy)] if retry_busy else []) +
+                           ["--seed", str(seed)]))
         doc["experiment"] = exp.name
         if exp.subject:
             doc["subject"] = exp.subject

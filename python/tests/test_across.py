@@ -119,3 +119,23 @@ def test_script_bad_input_exits_2_with_one_line(tmp_path):
     p = subprocess.run([sys.executable, SCRIPT, "--subject", "nope", REAL, REAL],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "--subject 'nope'" in p.stderr
+
+
+def test_files_that_ran_their_locks_in_one_order_are_named():
+    """A loss that recurs in files run with one shuffle seed may be the order's: such files are
+    named together; a file with another seed, an unshuffled one, or one without the record is not."""
+    a, b, c, d, e = (doc(plan(True, True)) for _ in range(5))
+    for x, order in ((a, {"shuffle": True, "seed": 0}), (b, {"shuffle": True, "seed": 0}),
+                     (c, {"shuffle": True, "seed": 9}), (d, {"shuffle": False, "seed": 0})):
+        x["order"] = order
+    text = "\n".join(across.across_md([a, b, c, d, e], list("abcde"), "lk_mutex"))
+    assert "- F1, F2 ran their locks in the same order (shuffled with seed 0): a loss" in text
+    assert "F3" not in text.split("ran their locks")[0].splitlines()[-1]
+    assert text.count("ran their locks in the same order") == 1
+    # two unshuffled files share the one order there is, whatever their seeds
+    e["order"] = {"shuffle": False, "seed": 5}
+    text = "\n".join(across.across_md([d, e], ["d", "e"], "lk_mutex"))
+    assert "- F1, F2 ran their locks in the same order (not shuffled): a loss" in text
+    # different seeds: nothing said
+    text = "\n".join(across.across_md([a, c], ["a", "c"], "lk_mutex"))
+    assert "same order" not in text

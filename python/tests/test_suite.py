@@ -104,19 +104,50 @@ def test_interrupted_suite_resumes(tmp_path, monkeypatch, run_cli):
     stop_at = 6 + 3  # refcount: 3 locks x 2 repeats; then the third cas-storm run
     rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", only, "--out", tmp_path)
     assert rc == 130
-    assert err.strip().endswith(f"continue with: locklab suite --out {tmp_path} --resume")
+    seed = json.loads((tmp_path / "seed002-refcount.json").read_text())["order"]["seed"]
+    assert f"lock-order seed {seed}" in out
+    # the command given runs the same experiments with the same lock order
+    assert err.strip().endswith(f"continue with: locklab suite --out {tmp_path} --resume "
+                                f"--only {only} --seed {seed}")
     assert json.loads((tmp_path / "seed002-refcount.json").read_text())["status"] == "complete"
     cas = json.loads((tmp_path / "seed002-cas-storm.json").read_text())
     assert cas["status"] == "interrupted" and len(cas["runs"]) == 2
     stop_at = None
     calls.clear()
+    # resumed without --seed: the interrupted suite's is read back from its files
     rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", only, "--out", tmp_path,
                            "--resume")
     assert rc == 0, err
     assert "suite: seed002-refcount: kept, complete in" in out
+    assert f"lock-order seed {seed}" in out
     cas = json.loads((tmp_path / "seed002-cas-storm.json").read_text())
     assert cas["status"] == "complete" and len(cas["runs"]) == 3 * 2
+    assert cas["order"]["seed"] == seed
     assert len(calls) == 3 * 2 - 2 and all(w == "cas-storm" for w, _ in calls)
+
+
+@needs_driver
+def test_each_suite_draws_its_own_lock_order_unless_given_one(tmp_path, monkeypatch, run_cli):
+    """Two records of one matrix with one seed run every cell's locks in the same order, so a loss
+    that recurs in both may be the order's (what ran before, when in the run): each suite draws its
+    own seed, records it, and --seed N gives that order back."""
+    monkeypatch.setenv("LOCKLAB_BENCH", DRIVER)
+    seeds = []
+    for d in ("a", "b"):
+        rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", "seed002-refcount",
+                               "--out", tmp_path / d)
+        assert rc == 0, err
+        doc = json.loads((tmp_path / d / "seed002-refcount.json").read_text())
+        assert doc["order"]["shuffle"] is True and f"--seed {doc['order']['seed']}" in doc["command"]
+        seeds.append(doc["order"]["seed"])
+    assert seeds[0] != seeds[1] and min(seeds) >= 1  # equal 1 time in 2^31
+    rc, out, err = run_cli("suite", "--quick", "--no-progress", "--only", "seed002-refcount",
+                           "--out", tmp_path / "c", "--seed", "7")
+    assert rc == 0, err
+    doc = json.loads((tmp_path / "c" / "seed002-refcount.json").read_text())
+    assert doc["order"]["seed"] == 7 and "lock-order seed 7" in out
+    rc, _, err = run_cli("suite", "--only", "seed002-refcount", "--seed", "-3")
+    assert rc == 2 and "--seed: expected an integer in [0, " in err
 
 
 @needs_driver

@@ -381,3 +381,40 @@ def test_a_batch_latency_lead_of_a_lock_that_finishes_later_is_marked():
     text = "\n".join(suite.standing_md(doc, "lk_mutex"))
     p99 = next(ln for ln in text.splitlines() if ln.startswith("| threads=4 | p99 latency |"))
     assert p99.endswith("; time to finish 1.98x slower |")  # medians 2.02 / 1.02
+
+
+def test_chance_of_a_mark_is_bounded_by_the_orders_of_the_runs():
+    """Where every lock's runs come from one distribution, the subject is marked behind another lock
+    only when all its runs lie on the worse side: 1 order in C(n + m, n), counted where that order's
+    Mann-Whitney p passes 0.05 (5 and 5 runs: 1 in 252; 3 and 3: p = 0.1, never), summed over the
+    other locks; the summary states the sum over its pairs."""
+    doc = mutex_doc()
+    two = suite.cell_results(doc, doc["cells"][0])
+    assert suite.chance_of_mark(two, "ops_per_sec", "lk_mutex") == pytest.approx(2 / 252)
+    assert suite.chance_of_mark(two, "ops_per_sec", "no_such_lock") == 0
+    # 5 runs against 4: 2 / C(9, 4) = 0.016 passes, 1 order in 126; against 3: 2 / C(8, 3) = 0.036
+    # passes, 1 in 56; 3 against 3: 2 / 20 does not
+    uneven = {"lk_mutex": two["lk_mutex"], "glibc_normal": two["glibc_normal"][:4],
+              "rust_parking_lot": two["rust_parking_lot"][:3]}
+    assert suite.chance_of_mark(uneven, "ops_per_sec", "lk_mutex") == pytest.approx(1 / 126 + 1 / 56)
+    three = {lk: rs[:3] for lk, rs in two.items()}
+    assert suite.chance_of_mark(three, "ops_per_sec", "lk_mutex") == 0
+    # a lock without the metric adds nothing: only lk_mutex and parking_lot report a worst thread
+    thirty = suite.cell_results(doc, doc["cells"][1])
+    for r in thirty["glibc_normal"]:
+        del r["latency"]["thread_p99_max_ns"]
+    assert suite.chance_of_mark(thirty, "thread_p99_max_ns", "lk_mutex") == pytest.approx(1 / 252)
+    # the summary: 4 targeted pairs (throughput and p99 in both cells) at 2 / 252 each, and 5 others
+    # (p99.9 and Jain in both cells, the worst thread at 32 threads only)
+    text = "\n".join(suite.standing_md(mutex_doc(), "lk_mutex"))
+    assert ("up to 0.0 of the 4 pairs on the issue's targets and 0.0 of the other 5 could be marked "
+            "by chance alone") in text, text
+    # 108 cells: the wide matrix's scale, 6.0 of 216 with 8 locks of 5 runs
+    many = {"workload": "mutex", "locks": ["lk_mutex", "glibc_normal", "rust_parking_lot"],
+            "runs": [], "cells": []}
+    for t in range(60):
+        for lock, base in (("lk_mutex", 100), ("glibc_normal", 200), ("rust_parking_lot", 300)):
+            many["runs"] += _runs(lock, {"threads": t + 1}, mutex_result(base, base, base, 0.5))
+        many["cells"].append({"params": {"threads": t + 1}})
+    text = "\n".join(suite.standing_md(many, "lk_mutex"))
+    assert "up to 1.0 of the 120 pairs on the issue's targets and 1.0 of the other 120" in text, text
