@@ -146,7 +146,7 @@ static int do_wait(lk_cond_t *c, lk_mutex_t *m, clockid_t clock, const struct ti
 	if (r == LK_PARK_INVALID)
 		return EINVAL;		/* w.bad: another mutex; m still held */
 	if (r < 0)
-		return -r;		/* the parking lot refused (cannot happen for valid arguments) */
+		return -r;		/* -EDEADLK: called from a park's before_sleep; m still held */
 	/*
 	 * Cannot happen today: once validate() succeeds the parking lot calls before_sleep (which
 	 * releases m) even when the deadline has already passed. Kept so that a change there can never

@@ -271,6 +271,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1803,9 +1805,23 @@ static int lock_slow(lk_mutex_t *m, clockid_t clock, const struct timespec *abs,
 	}
 }
 
+/*
+ * An untimed lock has no error to return, and the only one lock_slow() can meet without a deadline
+ * is the parking lot's -EDEADLK: the caller is inside a park already (a before_sleep callback of
+ * lk_park that blocks on a mutex), where parking would corrupt its queue record (locklab/park.h).
+ * Returning would leave the caller believing it holds the mutex: stop loudly instead.
+ */
+static __attribute__((noreturn, cold)) void nested_park(const char *fn)
+{
+	fprintf(stderr, "locklab: %s would block inside a parking-lot before_sleep callback (the thread "
+		"is parked already); not supported, see locklab/park.h\n", fn);
+	abort();
+}
+
 void lk_mutex_lock_slow(lk_mutex_t *m)
 {
-	lock_slow(m, CLOCK_MONOTONIC, NULL, false);
+	if (lock_slow(m, CLOCK_MONOTONIC, NULL, false))
+		nested_park("lk_mutex_lock");
 }
 
 void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token)
@@ -1816,7 +1832,8 @@ void lk_mutex_lock_unparked(lk_mutex_t *m, uintptr_t token)
 		return;
 	}
 	if (token == TOKEN_WAKE) {
-		lock_slow(m, CLOCK_MONOTONIC, NULL, true);
+		if (lock_slow(m, CLOCK_MONOTONIC, NULL, true))
+			nested_park("lk_mutex_lock");
 		return;
 	}
 	lk_mutex_lock(m);	/* (never TOKEN_WAKE_MORE: requeued condvar waiters have park token 0) */

@@ -70,9 +70,11 @@
  *   big enough), move every queued thread to the new table (per-bucket queues are walked in
  *   order, so FIFO per address holds), set each old bucket's waiters to a poison value (lockless
  *   readers of a stale table then take the locked path and retry), push the old table on the
- *   retired list, publish the new table (release), unlock the old buckets. Every step takes bucket
- *   locks that are held for a few hundred nanoseconds at most, so growth completes however hard
- *   the buckets are hit: there is no reference count that must drain to zero.
+ *   retired list, publish the new table (release), unlock the old buckets. Every old bucket is held
+ *   from its lock until the publication: 9-20 ns per old bucket on the 2-vCPU AMD guest, 49 us at
+ *   4096 buckets, 0.5 ms at 32768 (docs/results/park-grow-2core/), once per doubling. Nothing
+ *   waits for other threads, so growth completes however hard the buckets are hit: there is no
+ *   reference count that must drain to zero.
  *   Old tables cannot be freed while a thread may still be spinning on one of their bucket locks,
  *   and tracking that would put a shared counter back on the fast path (the hot line PeterZ found).
  *   So they are kept, and bounded instead: the size at least doubles on each growth, so all the
@@ -250,6 +252,7 @@ struct thread_data {
 	lk_token_t park_token;		/* owner writes before enqueueing, under the bucket lock */
 	lk_token_t unpark_token;	/* unparker writes before futex = 0 (release) */
 	uint64_t park_ns;
+	bool in_park;			/* owner only: inside lk_park, so a park from before_sleep is refused */
 	bool registered;		/* counted in `live`; thread_exit() runs at thread exit */
 	bool exited;			/* thread_exit() ran: in a later TLS destructor, never counted again */
 } __attribute__((aligned(64)));
@@ -414,9 +417,11 @@ static inline void queue_prepend(struct bucket *b, struct thread_data *td)
  * Grow until the current table has at least `want` buckets. Never waits for quiescence. The new
  * table is allocated and cleared before any bucket is locked (a large memset under every bucket
  * lock would stall every park and unpark for its duration); it is kept for the retry when another
- * grower replaced the table first, and freed when that one is already big enough.
+ * grower replaced the table first, and freed when that one is already big enough. Returns false
+ * when the allocation failed and the table is still smaller than `want` (it keeps working as it
+ * is: correct, only slower).
  */
-static void grow(size_t want)
+static bool grow(size_t want)
 {
 	struct table *nt = NULL;
 
@@ -425,13 +430,13 @@ static void grow(size_t want)
 
 		if (t->nbuckets >= want) {
 			free(nt);
-			return;
+			return true;
 		}
 		if (!nt) {
 			LK_TEST_HOOK("park.grow", t);	/* test builds only: about to allocate, no lock held */
 			nt = table_alloc(want);
-			if (!nt)	/* keep working with the old table: correct, only slower */
-				return;
+			if (!nt)
+				return false;
 		}
 		for (size_t i = 0; i < t->nbuckets; i++)
 			bucket_lock(&t->b[i]);
@@ -472,7 +477,7 @@ static void grow(size_t want)
 		atomic_fetch_add_explicit(&nresizes, 1, memory_order_relaxed);	/* relaxed: statistic */
 		for (size_t i = 0; i < t->nbuckets; i++)
 			bucket_unlock(&t->b[i]);
-		return;
+		return true;
 	}
 }
 
@@ -505,7 +510,7 @@ static __attribute__((noinline)) struct thread_data *self_register(void)
 	td->registered = true;
 	n = atomic_fetch_add_explicit(&live, 1, memory_order_relaxed) + 1;	/* relaxed: a count */
 	if (get_table()->nbuckets < LK_PARK_BUCKETS_PER_THREAD * n)
-		grow(LK_PARK_BUCKETS_PER_THREAD * n);
+		(void)grow(LK_PARK_BUCKETS_PER_THREAD * n);	/* no memory: the old table keeps working */
 	return td;
 }
 
@@ -729,6 +734,16 @@ static int park_common(const void *addr, const struct lk_park_ops *ops, const st
 			 deadline->tv_nsec >= 1000000000L))
 		return -EINVAL;
 	td = self();
+	/*
+	 * One record per thread, and it stays queued through before_sleep: a park from there (or from
+	 * anything it calls that blocks: lk_mutex_lock, lk_cond_wait) would relink it into a second
+	 * queue, cutting the first, and make this park return UNPARKED with nobody's token, the record
+	 * still linked under the old key (a cycle at its next park). Refused before anything is locked.
+	 * Owner-only field: no other thread reads it.
+	 */
+	if (td->in_park)
+		return -EDEADLK;
+	td->in_park = true;
 	b = lock_bucket(addr);
 	waiters_add(b, 1);
 	/* seq_cst fence: pairs with the fence in empty_fast(): either the waker sees waiters != 0 or
@@ -741,6 +756,7 @@ static int park_common(const void *addr, const struct lk_park_ops *ops, const st
 	if (where == LKP_PARK_NO) {
 		waiters_add(b, -1);
 		bucket_unlock(b);
+		td->in_park = false;
 		return LK_PARK_INVALID;
 	}
 	/* relaxed: the bucket lock orders these for every reader (all read under it) */
@@ -807,11 +823,13 @@ sleep:
 	if (timed_out)
 		timed_out(ctx, (const void *)k, was_last);
 	bucket_unlock(b);
+	td->in_park = false;
 	return LK_PARK_TIMEDOUT;
 
 unparked:
 	if (unpark_token)
 		*unpark_token = td->unpark_token;
+	td->in_park = false;
 	return LK_PARK_UNPARKED;
 }
 
@@ -1095,8 +1113,7 @@ int LKP_PUBLIC(park_reserve)(size_t nbuckets)
 {
 	if (nbuckets == 0 || nbuckets > ((size_t)1 << 24))
 		return -EINVAL;
-	grow(nbuckets);
-	return 0;
+	return grow(nbuckets) ? 0 : -ENOMEM;
 }
 
 #undef bucket

@@ -51,7 +51,8 @@ int lk_cond_destroy(lk_cond_t *c);
 /*
  * Releases m (which the caller holds), sleeps until signalled, and re-acquires m before returning.
  * Returns 0 (possibly spuriously), EINVAL (c or m NULL, or c is in use with another mutex; m still
- * held, no sleep), or EPERM (m is not locked).
+ * held, no sleep), EPERM (m is not locked), or EDEADLK (called from a before_sleep callback of lk_park,
+ * where the thread is parked already: locklab/park.h; m still held, no sleep).
  */
 int lk_cond_wait(lk_cond_t *c, lk_mutex_t *m);
 

@@ -257,8 +257,10 @@ static inline int lk_mutex_trylock(lk_mutex_t *m)
 /*
  * Acquires m, giving up when the absolute deadline *abs on `clock` (CLOCK_MONOTONIC or
  * CLOCK_REALTIME) has passed. Returns 0 (acquired, ordering as lk_mutex_lock), ETIMEDOUT (not
- * acquired; at once when the deadline is already past and the mutex is held), or EINVAL (m or abs
- * NULL, another clock, or abs->tv_nsec outside [0, 1e9); checked before anything else). A spinner
+ * acquired; at once when the deadline is already past and the mutex is held), EINVAL (m or abs
+ * NULL, another clock, or abs->tv_nsec outside [0, 1e9); checked before anything else), or EDEADLK
+ * (it would sleep, and the caller is parked already: called from a before_sleep callback of lk_park,
+ * locklab/park.h; there lk_mutex_lock aborts). A spinner
  * notices the deadline only when it stops spinning, so it may return up to spin_max_ns late (and up to
  * one backoff wait more: the spinner checks its budget when it reads the word, at most 800 ns apart
  * by the relax calibration), plus

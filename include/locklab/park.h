@@ -17,7 +17,8 @@
  *     ops->timed_out(ctx, addr, was_last_thread) runs and LK_PARK_TIMEDOUT is returned. A deadline
  *     already past returns LK_PARK_TIMEDOUT at once (after validate, and calling timed_out).
  *     Spurious wakeups of the underlying futex never surface: lk_park returns only for the three
- *     reasons above.
+ *     reasons above, or with -EDEADLK at once when the calling thread is inside lk_park already
+ *     (its before_sleep callback, or something that callback calls, parks: see below).
  *
  *   lk_unpark_one(addr, callback, ctx)
  *     dequeues the oldest thread parked on addr (if any), then, still under the bucket lock, calls
@@ -45,8 +46,13 @@
  * an AB-BA deadlock with a concurrent grow() or another such callback. (parking_lot documents the same
  * rule.) They also must not block or run long: every park and unpark of the bucket waits for them.
  * Decide under the lock, act after: record what to wake in ctx and call lk_unpark_* once the call that
- * ran the callback has returned. before_sleep runs with the bucket unlocked and may use the lot (lk_cond
- * unlocks its mutex there, which may unpark); lk_park_get_stats takes no lock and may be called anywhere.
+ * ran the callback has returned. before_sleep runs with the bucket unlocked and may unpark through the
+ * lot (lk_cond unlocks its mutex there, which may unpark), but must not park: the thread is queued
+ * already, and it has one queue record. A park there returns -EDEADLK and changes nothing; so do
+ * lk_mutex_timedlock and lk_cond_wait/timedwait (EDEADLK, m still held) when they would sleep, and
+ * lk_mutex_lock, which has no error to return, aborts with a message (a free mutex is taken without
+ * parking, as anywhere). parking_lot has the same rule. Nothing here is async-signal-safe: a signal
+ * handler must not call into the lot. lk_park_get_stats takes no lock and may be called anywhere.
  *
  * The table keeps at least LK_PARK_BUCKETS_PER_THREAD buckets per live thread (a power of two) and
  * grows as threads appear; growth never waits for the table to go idle (see src/park.c).
@@ -128,7 +134,8 @@ void lk_park_get_stats(struct lk_park_stats *st);
 /*
  * Grow the table now to at least `nbuckets` buckets (rounded up to a power of two), as
  * PR_FUTEX_HASH_SET_SLOTS does for the kernel's private hash; the table still grows with the thread
- * count afterwards and never shrinks. 0 or -EINVAL (nbuckets 0 or above 2^24).
+ * count afterwards and never shrinks. 0, -EINVAL (nbuckets 0 or above 2^24), or -ENOMEM (the new table
+ * could not be allocated; the old one keeps working).
  */
 int lk_park_reserve(size_t nbuckets);
 
