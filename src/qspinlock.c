@@ -41,6 +41,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -72,6 +73,20 @@ static bool slot_key_ok;
 static __thread int qs_slot = QS_SLOT_NONE;
 static __thread struct qs_node *qs_nodes;
 static __thread unsigned qs_depth;		/* nodes in use by this thread (signal-handler nesting) */
+
+/*
+ * A thread whose claim found no slot (QS_SLOT_FULL) claims again once a slot was given back since
+ * (slot_returns moved), or after FULL_RETRY_FALLBACKS fallbacks to trylock spinning without that
+ * (a slot leaked by a dead thread gives no signal: only slot_reclaim() finds it). Until stop 36 such a
+ * thread never claimed again: it spun on trylock, unfair, for the rest of its life while other
+ * threads got slots (the hostile review's reproducer). qs_claiming: inside slot_claim(), so that a
+ * signal handler that queues meanwhile falls back rather than claim a second slot.
+ */
+#define FULL_RETRY_FALLBACKS 4096
+static _Atomic uint32_t slot_returns;	/* slot_give_back() calls, mod 2^32 */
+static __thread uint32_t qs_full_returns;	/* slot_returns before our last claim that found none */
+static __thread uint32_t qs_full_fallbacks;	/* fallbacks since */
+static __thread volatile sig_atomic_t qs_claiming;
 
 /* The half-way pending handover (0,1,0 -> 0,0,1) takes a few instructions: wait this long for it. */
 #define PENDING_LOOPS 512
@@ -110,6 +125,9 @@ static void slot_give_back(unsigned slot)
 	 * them.
 	 */
 	atomic_fetch_and_explicit(&slot_map[slot / 64], ~(1ull << (slot % 64)), memory_order_release);
+	/* release: pairs with the acquire load in claim_again(): a thread that sees the count move
+	 * then sees the cleared bit */
+	atomic_fetch_add_explicit(&slot_returns, 1, memory_order_release);
 }
 
 /*
@@ -224,14 +242,23 @@ static __attribute__((cold)) void slot_claim(void)
 	uint32_t me;
 	int slot;
 
+	qs_claiming = 1;		/* a signal handler that queues meanwhile does not claim */
 	pthread_once(&slot_once, slot_key_create);
 	qs_slot = QS_SLOT_FULL;		/* also what a signal handler that queues meanwhile sees */
+	qs_full_fallbacks = 0;
+	/* acquire: pairs with the release in slot_give_back(); read before the scan, so that a slot
+	 * given back during it makes the next queueing claim again */
+	qs_full_returns = atomic_load_explicit(&slot_returns, memory_order_acquire);
 	if (!slot_key_ok)
 		goto out;
 	me = qs_gettid();
-	slot = slot_take_free(me);
-	if (slot < 0)
-		slot = slot_reclaim(me);
+	slot = -2;
+	LK_TEST_HOOK("qspin.claim", &slot);	/* test builds only: a test may set -1, "no slot found" */
+	if (slot == -2) {
+		slot = slot_take_free(me);
+		if (slot < 0)
+			slot = slot_reclaim(me);
+	}
 	if (slot < 0)
 		goto out;
 	/* relaxed: only the slot's owner (we, now) writes the entry */
@@ -262,7 +289,20 @@ static __attribute__((cold)) void slot_claim(void)
 	qs_slot = slot;
 	qs_nodes = n;
 out:
+	qs_claiming = 0;
 	errno = saved_errno;
+}
+
+/* Whether this thread, about to queue without a slot, should claim one now (see slot_returns). */
+static inline bool claim_again(void)
+{
+	if (qs_slot == QS_SLOT_NONE)
+		return !qs_claiming;
+	if (qs_slot != QS_SLOT_FULL || qs_claiming)
+		return false;
+	/* acquire: pairs with the release in slot_give_back() */
+	return atomic_load_explicit(&slot_returns, memory_order_acquire) != qs_full_returns ||
+	       ++qs_full_fallbacks >= FULL_RETRY_FALLBACKS;
 }
 
 static inline uint32_t encode_tail(unsigned slot, unsigned idx)
@@ -329,7 +369,7 @@ __attribute__((noinline)) void lk_qspin_lock_slow(struct lk_qspinlock *l, uint32
 	/*
 	 * 0,0,* -> 0,1,*: become the pending waiter.
 	 * acquire: if locked was already 0 we may own the lock below without another acquire;
-	 * pairs with the release fetch_sub in lk_qspin_unlock().
+	 * pairs with the release fetch_and in lk_qspin_unlock().
 	 */
 	val = atomic_fetch_or_explicit(&l->val, LK_QSPIN_PENDING, memory_order_acquire);
 	if (val & ~LK_QSPIN_LOCKED_MASK) {
@@ -341,7 +381,7 @@ __attribute__((noinline)) void lk_qspin_lock_slow(struct lk_qspinlock *l, uint32
 	}
 	/* we are the pending waiter: wait for the owner to go. *,1,1 -> *,1,0 */
 	if (val & LK_QSPIN_LOCKED_MASK) {
-		/* acquire: pairs with the release fetch_sub in lk_qspin_unlock() */
+		/* acquire: pairs with the release fetch_and in lk_qspin_unlock() */
 		while (atomic_load_explicit(&l->val, memory_order_acquire) & LK_QSPIN_LOCKED_MASK)
 			lk_spin_wait(&spins);
 	}
@@ -350,7 +390,7 @@ __attribute__((noinline)) void lk_qspin_lock_slow(struct lk_qspinlock *l, uint32
 	return;
 
 queue:
-	if (__builtin_expect(qs_slot == QS_SLOT_NONE, 0))
+	if (__builtin_expect(qs_slot < 0, 0) && claim_again())
 		slot_claim();
 	if (qs_slot < 0 || qs_depth >= LK_QSPIN_MAX_NODES) {
 		spin_trylock(l);
@@ -382,7 +422,7 @@ queue:
 	}
 
 	/* we are the head: wait for owner and pending waiter to go. *,x,y -> *,0,0 */
-	/* acquire: pairs with the release fetch_sub in lk_qspin_unlock() of the last owner */
+	/* acquire: pairs with the release fetch_and in lk_qspin_unlock() of the last owner */
 	while ((val = atomic_load_explicit(&l->val, memory_order_acquire)) &
 	       (LK_QSPIN_LOCKED_MASK | LK_QSPIN_PENDING_MASK))
 		lk_spin_wait(&spins);

@@ -25,7 +25,7 @@
  *	queue:   p,*,* -> n,*,*  (xchg tail);  wait for the MCS handover;  wait *,0,0 (owner + pending
  *	         gone); then n,0,0 -> 0,0,1 if we are the last (cas) else *,0,0 -> *,0,1 and hand the
  *	         head-of-queue position to node->next
- *	unlock:  *,*,1 -> *,*,0                                            fetch_sub, release
+ *	unlock:  *,*,1 -> *,*,0                                            fetch_and, release
  *
  * Why: under contention only the head of the queue and the pending waiter touch the lock word; the rest
  * spin on their own node (MCS), so a release costs O(1) cache traffic. 4 bytes, so it fits anywhere a
@@ -42,7 +42,7 @@
  * deeper than 4, a thread falls back to spinning on trylock (correct, unfair; the kernel does the
  * same past 4 nesting levels).
  *
- * Differences from the kernel: the unlock is a fetch_sub on the whole word instead of a byte store
+ * Differences from the kernel: the unlock is a fetch_and on the whole word instead of a byte store
  * (C11 has no mixed-size atomics; an RMW also lets us detect misuse); no paravirt hooks; long waits
  * yield the CPU (lk_spin_wait, see relax.h) because userspace cannot see that a holder was preempted.
  *
@@ -90,7 +90,7 @@ static inline void lk_qspin_lock(struct lk_qspinlock *l)
 {
 	uint32_t val = 0;
 
-	/* acquire: pairs with the release fetch_sub in lk_qspin_unlock(). 0,0,0 -> 0,0,1 */
+	/* acquire: pairs with the release fetch_and in lk_qspin_unlock(). 0,0,0 -> 0,0,1 */
 	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&l->val, &val, LK_QSPIN_LOCKED,
 								     memory_order_acquire,
 								     memory_order_relaxed), 1))
@@ -106,20 +106,35 @@ static inline int lk_qspin_trylock(struct lk_qspinlock *l)
 
 	if (val)
 		return EBUSY;
-	/* acquire: pairs with the release fetch_sub in lk_qspin_unlock(). 0,0,0 -> 0,0,1 */
+	/* acquire: pairs with the release fetch_and in lk_qspin_unlock(). 0,0,0 -> 0,0,1 */
 	return atomic_compare_exchange_strong_explicit(&l->val, &val, LK_QSPIN_LOCKED, memory_order_acquire,
 						       memory_order_relaxed) ? 0 : EBUSY;
 }
 
-/* Releases the lock. RELEASE. Returns 0, or EPERM if the locked byte was clear (nothing changed). */
+/*
+ * Releases the lock. RELEASE. Returns 0, or EPERM if the locked byte was clear (nothing changed).
+ *
+ * One RMW that clears the locked bit and reports whether it was set: the locked byte only ever holds
+ * 0 or 1 (no paravirt slow value here), so clearing bit 0 is the kernel's byte store. It was a load
+ * then a fetch_sub: a second unlock racing the holder's could pass the check with it, and the two
+ * subtractions borrowed into the pending bit and the tail, after which a queueing thread followed a
+ * garbage tail (the hostile review's reproducer crashed in 6 of 9 runs; tests/test_qspin_double_unlock.c).
+ * Now one of the two sees the bit already clear and says EPERM. (gcc emits x86 `lock btr` for it; the
+ * misuse still breaks mutual exclusion when the lock was re-taken in between, as the header says.)
+ */
+static inline bool lk_qspin_clear_locked_(struct lk_qspinlock *l)
+{
+	/*
+	 * release: pairs with the acquire loads/RMWs of the next owner (fast cas, pending or queue
+	 * head). Returned as a bool, which is what lets gcc use `lock btr` (an int result made it a
+	 * cmpxchg loop).
+	 */
+	return atomic_fetch_and_explicit(&l->val, ~LK_QSPIN_LOCKED, memory_order_release) & LK_QSPIN_LOCKED;
+}
+
 static inline int lk_qspin_unlock(struct lk_qspinlock *l)
 {
-	/* relaxed: the locked byte is cleared only by its holder, so it cannot change under us */
-	if (__builtin_expect(!(atomic_load_explicit(&l->val, memory_order_relaxed) & LK_QSPIN_LOCKED_MASK), 0))
-		return EPERM;
-	/* release: pairs with the acquire loads/RMWs of the next owner (fast cas, pending or queue head) */
-	atomic_fetch_sub_explicit(&l->val, LK_QSPIN_LOCKED, memory_order_release);
-	return 0;
+	return __builtin_expect(lk_qspin_clear_locked_(l), 1) ? 0 : EPERM;
 }
 
 static inline bool lk_qspin_is_locked(struct lk_qspinlock *l)

@@ -27,8 +27,9 @@
  *
  * Misuse (the node records neither its lock nor whether it is held, so detection rests on the tail
  * and on next == NULL outside a queue):
- *   - unlock of a lock nobody holds (tail NULL) returns EPERM and changes nothing, whatever the node,
- *     including a repeated unlock with the node of the last holder;
+ *   - unlock of a lock nobody holds (tail NULL) returns EPERM and changes nothing, with any node
+ *     that is not queued on or holding another lock (see the last item), including a repeated
+ *     unlock with the node of the last holder;
  *   - a repeated unlock with a released node while another thread holds the lock writes nothing and
  *     returns EPERM once it sees the lock free; until then it spins (forever if the lock never looks
  *     free, e.g. when the caller itself holds it again through another node);

@@ -26,7 +26,10 @@
  * qspinlock fix that).
  *
  * Misuse: unlock when owner == next (nobody holds it) returns EPERM. Unlock by a non-holder while
- * someone holds it cannot be detected (no owner identity).
+ * someone holds it cannot be detected (no owner identity), and it can do worse than release the
+ * holder's lock: a double unlock racing the holder's can move owner past a ticket whose waiter has
+ * not looked yet, and every later lock() then waits for a turn that has gone by while the word
+ * reads free (docs/spinlocks.md, "Misuse detection").
  */
 #ifndef LOCKLAB_SPIN_TICKET_H
 #define LOCKLAB_SPIN_TICKET_H

@@ -25,7 +25,7 @@
 static const char *const hk_points[] = {
 	"spin_ticket.trylock", "mutex.spin", "mutex.park", "mutex.unlock_slow", "mutex.handoff", "mutex.owed",
 	"mutex.woken", "mutex.wait_yield", "mutex.claimed", "mutex.stamp_grace", "mutex.asked",
-	"park.queued", "park.timeout", "park.grow", "qspin.queued", "qspin.fallback",
+	"park.queued", "park.timeout", "park.grow", "qspin.queued", "qspin.fallback", "qspin.claim",
 };
 #define HK_NPOINTS (sizeof(hk_points) / sizeof(hk_points[0]))
 

@@ -137,6 +137,7 @@ int main(void)
 	CHECK_EQ(pthread_create(&th[1], NULL, qs_waiter, NULL), 0);
 	while (!hk_count("qspin.queued"))
 		sched_yield();
+	CHECK(hk_count("qspin.claim") >= 1);	/* the queued waiter claimed its node slot first */
 	lk_qspin_unlock(&q);
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
