@@ -120,13 +120,21 @@ static const struct tcase cases[] = {
 	{ "REFCOUNT_ADD_ZERO", 0, ADD, 3, 0, SAT, LK_REFCOUNT_ADD_UAF },
 	{ "dec", 3, DEC, 0, 0, 2, 0 },
 	{ "REFCOUNT_DEC_ZERO", 1, DEC, 0, 0, SAT, LK_REFCOUNT_DEC_LEAK },
-	{ "REFCOUNT_DEC_NEGATIVE", 0, DEC, 0, 0, SAT, LK_REFCOUNT_SUB_UAF },
+	{ "REFCOUNT_DEC_NEGATIVE", 0, DEC, 0, 0, SAT, LK_REFCOUNT_DEC_LEAK },	/* the kernel's, old <= 1 */
 	{ "dec_and_test to 0", 1, DEC_T, 0, 1, 0, 0 },
 	{ "dec_and_test not 0", 2, DEC_T, 0, 0, 1, 0 },
 	{ "REFCOUNT_DEC_AND_TEST_NEGATIVE", 0, DEC_T, 0, 0, SAT, LK_REFCOUNT_SUB_UAF },
 	{ "sub_and_test to 0", 5, SUB_T, 5, 1, 0, 0 },
 	{ "sub_and_test not 0", 5, SUB_T, 2, 0, 3, 0 },
 	{ "REFCOUNT_SUB_AND_TEST_NEGATIVE", 2, SUB_T, 3, 0, SAT, LK_REFCOUNT_SUB_UAF },
+	/* amounts above LK_REFCOUNT_FAST_MAX_AMOUNT: fast takes full's loop, same results */
+	{ "add 1000", 5, ADD, 1000, 0, 1005, 0 },
+	{ "add_not_zero 1000", 5, ADD_NZ, 1000, 1, 1005, 0 },
+	{ "sub_and_test 1000 to 0", 1000, SUB_T, 1000, 1, 0, 0 },
+	{ "REFCOUNT_SUB_AND_TEST_NEGATIVE (1000)", 999, SUB_T, 1000, 0, SAT, LK_REFCOUNT_SUB_UAF },
+	{ "add 2^30 + 1 saturated", SAT, ADD, (1 << 30) + 1, 0, SAT, 0 },
+	{ "add_not_zero 2^30 + 1 saturated", SAT, ADD_NZ, (1 << 30) + 1, 1, SAT, 0 },
+	{ "sub_and_test 2^30 + 1 saturated", SAT, SUB_T, (1 << 30) + 1, 0, SAT, 0 },
 	{ "add 0 (bad amount)", 4, ADD, 0, 0, 4, LK_REFCOUNT_BAD_ARG },
 	{ "add -1 (bad amount)", 4, ADD, -1, 0, 4, LK_REFCOUNT_BAD_ARG },
 	{ "add_not_zero -3 (bad amount)", 4, ADD_NZ, -3, 0, 4, LK_REFCOUNT_BAD_ARG },
@@ -207,6 +215,50 @@ static void test_transient_negative(void)
 		CHECK(lk_refcount_read(&r) < 0);
 		CHECK_EQ(atomic_load_explicit(&events, memory_order_relaxed), 0);
 	}
+}
+
+/*
+ * A saturated count must never read valid, not even for a moment: one add of 2^30 + 1 to it used to
+ * make it 1 until the add's repair, and a racing dec_and_test returned true - the caller would free
+ * a pinned object (the review's reproducer: 4-5 times in each of 3 runs). The adder now takes the
+ * full loop for such amounts (LK_REFCOUNT_FAST_MAX_AMOUNT). Watched by a thread that reads the count
+ * and calls dec_and_test on it (the default, fast API) for 0.3 s.
+ */
+static struct lk_refcount pinned = LK_REFCOUNT_INIT(SAT);
+static _Atomic int big_stop;
+
+static void *big_adder(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&big_stop, memory_order_relaxed)) {	/* relaxed: a flag */
+		lk_refcount_add(&pinned, (1 << 30) + 1);
+		CHECK(lk_refcount_add_not_zero(&pinned, (1 << 30) + 1));
+		CHECK(!lk_refcount_sub_and_test(&pinned, (1 << 30) + 1));
+	}
+	return NULL;
+}
+
+static void test_large_amounts_keep_saturation(void)
+{
+	pthread_t th;
+	long valid = 0, frees = 0, rounds = 0;
+	uint64_t end = lkt_now_ns(CLOCK_MONOTONIC) + 300000000;
+
+	reset_events();
+	CHECK_EQ(pthread_create(&th, NULL, big_adder, NULL), 0);
+	while (lkt_now_ns(CLOCK_MONOTONIC) < end) {
+		for (int i = 0; i < 1000; i++, rounds++) {
+			valid += lk_refcount_read(&pinned) > 0;
+			frees += lk_refcount_dec_and_test(&pinned);
+		}
+	}
+	atomic_store_explicit(&big_stop, 1, memory_order_relaxed);	/* relaxed: a flag */
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(valid, 0);
+	CHECK_EQ(frees, 0);
+	CHECK_EQ(lk_refcount_read(&pinned), SAT);
+	CHECK_EQ(atomic_load_explicit(&events, memory_order_relaxed), 0);	/* relaxed: after join */
+	CHECK(rounds > 0);
 }
 
 static void test_handler_api(void)
@@ -345,6 +397,7 @@ int main(void)
 	test_table();
 	test_saturated_sequence();
 	test_transient_negative();
+	test_large_amounts_keep_saturation();
 	test_handler_api();
 	test_dec_and_lock_variants();
 	test_concurrent();

@@ -17,13 +17,16 @@
  *
  *	  n --inc--> n+1          INT_MAX --inc--> SATURATED (report "saturated; leaking memory")
  *	  0 --inc--> SATURATED (report "addition on 0; use-after-free")
- *	  1 --dec--> SATURATED (report "decrement hit 0; leaking memory": a plain dec must not free)
+ *	  1 --dec--> SATURATED (report "decrement hit 0; leaking memory": a plain dec must not free;
+ *	             0 --dec--> the same report, as the kernel's refcount_dec gives for every old <= 1)
  *	  k --sub(i>k)--> SATURATED (report "underflow; use-after-free")
  *	  1 --dec_and_test--> 0, returns true: the caller frees the object
  *
  * Saturation value LK_REFCOUNT_SATURATED = INT_MIN/2: half the negative range away from both wrap
  * points, so racing increments and decrements on a saturated count (the fast variant adds before it
- * checks) stay negative - a saturated count can never come back to a valid value. The `fast` variant
+ * checks) stay negative - a saturated count can never come back to a valid value. (The fast variant
+ * moves at most LK_REFCOUNT_FAST_MAX_AMOUNT per unchecked RMW, and a larger add or sub goes through
+ * the full variant's loop: one add of 2^30 would otherwise reach a valid value by itself.) The `fast` variant
  * stores an unchecked value first and pins the count afterwards, so racing operations can see
  * transient values, and NOT all of them are negative: an increment that overflows INT_MAX leaves
  * INT_MIN until its repair stores the saturation value, and a decrement racing into that window
@@ -129,6 +132,22 @@ static inline void lk_refcount_acquire_after_zero_(struct lk_refcount *r)
 /* ------------------------------------------------------------------------------------------------ */
 /* fast: one atomic RMW, check afterwards                                                            */
 
+/*
+ * The largest amount the fast variant moves with one unchecked RMW; add, add_not_zero and
+ * sub_and_test take the full variant's cmpxchg loop for more. The saturation value lies 2^30 from
+ * both wraps, so at most 128 an operation takes more than 2^23 operations caught between their RMW
+ * and their repair at once to undo it: more threads than Linux allows (PID_MAX_LIMIT is 2^22), the
+ * kernel's own argument for inc and dec. With any amount, one add of 2^30 + 1 made a saturated count
+ * 1 for a moment, and a racing dec_and_test returned true: a free of a pinned object (the hostile
+ * review's reproducer, 4-5 times in each of 3 runs; the kernel's refcount.h leaves "batched
+ * refcounting operations" out of the same argument). An amount known at compile time costs nothing.
+ */
+#define LK_REFCOUNT_FAST_MAX_AMOUNT 128
+
+static inline void lk_refcount_full_add(struct lk_refcount *r, int i);
+static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i);
+static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i);
+
 /* The fast variant's repair: pin the count, report unless it was already saturated (old < 0). */
 static inline void lk_refcount_fast_fix_(struct lk_refcount *r, int old, enum lk_refcount_event ev,
 					 const char *op)
@@ -145,6 +164,10 @@ static inline void lk_refcount_fast_add(struct lk_refcount *r, int i)
 
 	if (__builtin_expect(i <= 0, 0)) {
 		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		return;
+	}
+	if (__builtin_expect(i > LK_REFCOUNT_FAST_MAX_AMOUNT, 0)) {
+		lk_refcount_full_add(r, i);
 		return;
 	}
 	/* relaxed: see "Ordering" above */
@@ -171,6 +194,8 @@ static inline bool lk_refcount_fast_add_not_zero(struct lk_refcount *r, int i)
 		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
 		return false;
 	}
+	if (__builtin_expect(i > LK_REFCOUNT_FAST_MAX_AMOUNT, 0))
+		return lk_refcount_full_add_not_zero(r, i);
 	do {
 		if (!old)
 			return false;
@@ -195,6 +220,8 @@ static inline bool lk_refcount_fast_sub_and_test(struct lk_refcount *r, int i)
 		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
 		return false;
 	}
+	if (__builtin_expect(i > LK_REFCOUNT_FAST_MAX_AMOUNT, 0))
+		return lk_refcount_full_sub_and_test(r, i);
 	/* release: our accesses to the object happen-before the free by whoever reaches zero */
 	old = atomic_fetch_sub_explicit(&r->refs, i, memory_order_release);
 	if (old == i) {
@@ -226,7 +253,7 @@ static inline void lk_refcount_fast_dec(struct lk_refcount *r)
 	int old = atomic_fetch_sub_explicit(&r->refs, 1, memory_order_release);
 
 	if (__builtin_expect(old <= 1, 0))
-		lk_refcount_fast_fix_(r, old, old == 1 ? LK_REFCOUNT_DEC_LEAK : LK_REFCOUNT_SUB_UAF, __func__);
+		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_DEC_LEAK, __func__);	/* the kernel's, for 1 and 0 */
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -355,7 +382,7 @@ static inline void lk_refcount_full_dec(struct lk_refcount *r)
 		/* relaxed: the count is dead either way; nothing to publish */
 		if (old <= 1) {
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
-						  old ? LK_REFCOUNT_DEC_LEAK : LK_REFCOUNT_SUB_UAF, __func__))
+						  LK_REFCOUNT_DEC_LEAK, __func__))	/* as fast */
 				return;
 			continue;
 		}
