@@ -546,6 +546,19 @@ static void atfork_child(void)
 	atomic_store_explicit(&retired, NULL, memory_order_relaxed);
 	atomic_store_explicit(&retired_total, 0, memory_order_relaxed);
 	atomic_store_explicit(&live, tls_td.registered ? 1 : 0, memory_order_relaxed);
+	/*
+	 * A fork from before_sleep: the forking thread is queued (in_park, futex 1), and the queue it
+	 * is in is gone in the child. Wake it as an unpark with the normal token would, so that its park
+	 * returns UNPARKED (lk_cond: a spurious wakeup; lk_mutex: it tries again) instead of sleeping for
+	 * ever or, at its deadline, unlinking itself from a queue that no longer holds it: the child
+	 * crashed there (the re-review of stop 36). Forking anywhere else inside lk_park is forking from
+	 * a callback under the bucket lock, which locklab/park.h forbids.
+	 */
+	if (tls_td.in_park && atomic_load_explicit(&tls_td.futex, memory_order_relaxed)) {
+		tls_td.unpark_token = LK_TOKEN_NORMAL;
+		tls_td.next = NULL;
+		atomic_store_explicit(&tls_td.futex, 0, memory_order_relaxed);
+	}
 }
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -76,16 +76,26 @@ static __thread unsigned qs_depth;		/* nodes in use by this thread (signal-handl
 
 /*
  * A thread whose claim found no slot (QS_SLOT_FULL) claims again once a slot was given back since
- * (slot_returns moved), or after FULL_RETRY_FALLBACKS fallbacks to trylock spinning without that
- * (a slot leaked by a dead thread gives no signal: only slot_reclaim() finds it). Until stop 36 such a
- * thread never claimed again: it spun on trylock, unfair, for the rest of its life while other
- * threads got slots (the hostile review's reproducer). qs_claiming: inside slot_claim(), so that a
- * signal handler that queues meanwhile falls back rather than claim a second slot.
+ * (slot_returns moved), or after qs_full_wait fallbacks to trylock spinning without that (a slot
+ * leaked by a dead thread gives no signal: only slot_reclaim() finds it, a scan that took 45-119 ms
+ * with 16383 live slot holders in the re-review), doubling from FULL_RETRY_FALLBACKS after each
+ * such claim up to FULL_RETRY_MAX. Until stop 36 such a thread never claimed again: it spun on
+ * trylock, unfair, for the rest of its life while other threads got slots (the hostile review's
+ * reproducer).
+ *
+ * Signal handlers of this thread may queue (they get the next node). qs_claiming is set while
+ * slot_claim() runs: a handler that interrupts it neither claims nor queues (it spins on trylock),
+ * and slot_claim() gives up at once when a handler that ran just before it claimed a slot; qs_nodes
+ * is stored before qs_slot, so a handler that sees a slot sees its nodes. The signal fences order
+ * these for the compiler (a handler runs on this thread: no other ordering is needed). The re-review
+ * placed a signal in each of the two windows with gdb: a NULL node (crash) and a second slot.
  */
 #define FULL_RETRY_FALLBACKS 4096
+#define FULL_RETRY_MAX (1u << 20)
 static _Atomic uint32_t slot_returns;	/* slot_give_back() calls, mod 2^32 */
 static __thread uint32_t qs_full_returns;	/* slot_returns before our last claim that found none */
 static __thread uint32_t qs_full_fallbacks;	/* fallbacks since */
+static __thread uint32_t qs_full_wait;		/* fallbacks before the next claim without a return */
 static __thread volatile sig_atomic_t qs_claiming;
 
 /* The half-way pending handover (0,1,0 -> 0,0,1) takes a few instructions: wait this long for it. */
@@ -208,8 +218,9 @@ static bool owner_gone(uint32_t tid)
 /*
  * owned by a dead thread of this process (this epoch) -> owned by `me`: a slot whose owner exited
  * without its key destructor (its first queueing was in its last destructor round). Only when no bit
- * is free, so the cost (a system call per slot examined) is paid only by a thread that would
- * otherwise fall back to trylock spinning for good. Returns the slot, or -1.
+ * is free, so the cost (a system call per slot examined: 45-119 ms for 16383 live holders) is paid
+ * only by a thread that would otherwise fall back to trylock spinning, at its first claim and at
+ * each retry (see qs_full_wait). Returns the slot, or -1.
  */
 static __attribute__((cold)) int slot_reclaim(uint32_t me)
 {
@@ -242,10 +253,17 @@ static __attribute__((cold)) void slot_claim(void)
 	uint32_t me;
 	int slot;
 
-	qs_claiming = 1;		/* a signal handler that queues meanwhile does not claim */
+	LK_TEST_HOOK("qspin.claim_enter", NULL);	/* test builds only: before the flag (a handler may claim) */
+	qs_claiming = 1;		/* a signal handler that queues meanwhile neither claims nor queues */
+	/* seq_cst signal fence: the flag is set before we look at qs_slot (a handler of this thread) */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (qs_slot >= 0)		/* a handler that ran before the flag claimed one: ours now */
+		goto out;
 	pthread_once(&slot_once, slot_key_create);
-	qs_slot = QS_SLOT_FULL;		/* also what a signal handler that queues meanwhile sees */
+	qs_slot = QS_SLOT_FULL;		/* what we are, unless this claim succeeds */
 	qs_full_fallbacks = 0;
+	qs_full_wait = !qs_full_wait ? FULL_RETRY_FALLBACKS :
+		       qs_full_wait < FULL_RETRY_MAX ? 2 * qs_full_wait : FULL_RETRY_MAX;
 	/* acquire: pairs with the release in slot_give_back(); read before the scan, so that a slot
 	 * given back during it makes the next queueing claim again */
 	qs_full_returns = atomic_load_explicit(&slot_returns, memory_order_acquire);
@@ -286,9 +304,13 @@ static __attribute__((cold)) void slot_claim(void)
 		slot_give_back((unsigned)slot);
 		goto out;
 	}
-	qs_slot = slot;
 	qs_nodes = n;
+	/* release signal fence: a handler of this thread that sees the slot sees its nodes */
+	atomic_signal_fence(memory_order_release);
+	qs_slot = slot;
 out:
+	/* seq_cst signal fence: everything above is done before a handler may claim or queue again */
+	atomic_signal_fence(memory_order_seq_cst);
 	qs_claiming = 0;
 	errno = saved_errno;
 }
@@ -302,7 +324,7 @@ static inline bool claim_again(void)
 		return false;
 	/* acquire: pairs with the release in slot_give_back() */
 	return atomic_load_explicit(&slot_returns, memory_order_acquire) != qs_full_returns ||
-	       ++qs_full_fallbacks >= FULL_RETRY_FALLBACKS;
+	       ++qs_full_fallbacks >= qs_full_wait;
 }
 
 static inline uint32_t encode_tail(unsigned slot, unsigned idx)
@@ -392,7 +414,8 @@ __attribute__((noinline)) void lk_qspin_lock_slow(struct lk_qspinlock *l, uint32
 queue:
 	if (__builtin_expect(qs_slot < 0, 0) && claim_again())
 		slot_claim();
-	if (qs_slot < 0 || qs_depth >= LK_QSPIN_MAX_NODES) {
+	/* qs_claiming: we are a signal handler that interrupted slot_claim(); its slot may be half set */
+	if (qs_slot < 0 || qs_claiming || qs_depth >= LK_QSPIN_MAX_NODES) {
 		spin_trylock(l);
 		return;
 	}

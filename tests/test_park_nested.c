@@ -13,7 +13,11 @@
  *   2. blocking calls built on it: lk_mutex_timedlock on a held mutex and lk_cond_timedwait return
  *      EDEADLK (the condvar's mutex still held), and the mutex ends clean after its owner unlocks;
  *   3. lk_mutex_lock, which has no error to return, aborts with a message (in a child process)
- *      rather than return without the mutex.
+ *      rather than return without the mutex;
+ *   4. a fork from before_sleep: in the child, whose copy of the queue is gone, the park returns
+ *      UNPARKED with the normal token (it crashed at its deadline, unlinking itself from a queue
+ *      that no longer held it), and the child parks and unparks normally afterwards; the parent's
+ *      park times out as usual.
  * Without the check: case 1's outer park returns 0 at once and the unpark_all hangs (watchdog).
  */
 #define _GNU_SOURCE
@@ -39,11 +43,11 @@ static lk_mutex_t mine = LK_MUTEX_INITIALIZER;	/* the condvar's mutex, taken in 
 static lk_cond_t cv = LK_COND_INITIALIZER;
 static _Atomic int holder_go, holder_in, parked;
 
-enum what { INNER_PARK, INNER_TIMEDLOCK, INNER_CONDWAIT, INNER_LOCK };
+enum what { INNER_PARK, INNER_TIMEDLOCK, INNER_CONDWAIT, INNER_LOCK, INNER_FORK };
 
 struct nest {
 	enum what what;
-	int inner;		/* what the nested call returned */
+	int inner;		/* what the nested call returned (INNER_FORK: fork's) */
 	bool still_held;	/* INNER_CONDWAIT: `mine` held by us after the refused wait */
 };
 
@@ -72,20 +76,30 @@ static void nested_before_sleep(void *ctx)
 		lk_mutex_lock(&held);	/* held by another thread: would park; aborts */
 		n->inner = 0;
 		break;
+	case INNER_FORK:
+		n->inner = fork();
+		break;
 	}
 }
 
 static const struct lk_park_ops nest_ops = { .before_sleep = nested_before_sleep };
 
 /* Parks on word_a for 30 ms (nobody unparks it) with the nested call in before_sleep. */
-static int outer_park(struct nest *n, uint64_t *took_ns)
+static int outer_park_tok(struct nest *n, uint64_t *took_ns, lk_token_t *tok)
 {
 	struct timespec dl = lkt_deadline_in(CLOCK_MONOTONIC, 30000000);
-	lk_token_t tok = 12345;
 	uint64_t t0 = lkt_now_ns(CLOCK_MONOTONIC);
-	int r = lk_park(&word_a, &nest_ops, n, 0, &dl, CLOCK_MONOTONIC, &tok);
+	int r = lk_park(&word_a, &nest_ops, n, 0, &dl, CLOCK_MONOTONIC, tok);
 
 	*took_ns = lkt_now_ns(CLOCK_MONOTONIC) - t0;
+	return r;
+}
+
+static int outer_park(struct nest *n, uint64_t *took_ns)
+{
+	lk_token_t tok = 12345;
+	int r = outer_park_tok(n, took_ns, &tok);
+
 	CHECK_EQ(tok, 12345);	/* a timed-out park writes no token */
 	return r;
 }
@@ -233,11 +247,35 @@ static void case_lock_aborts(void)
 	CHECK(strstr(buf, "lk_mutex_lock would block inside a parking-lot before_sleep callback") != NULL);
 }
 
+/* A fork from before_sleep: the child's park returns at once, woken; the parent's times out. */
+static void case_fork(void)
+{
+	struct nest n = { .what = INNER_FORK, .inner = -1 };
+	lk_token_t tok = 12345;
+	uint64_t ns;
+	int r = outer_park_tok(&n, &ns, &tok), status;
+
+	CHECK(n.inner >= 0);
+	if (n.inner == 0) {	/* the child */
+		CHECK_EQ(r, LK_PARK_UNPARKED);
+		CHECK_EQ(tok, LK_TOKEN_NORMAL);
+		CHECK(ns < 30000000);	/* woken at the fork, not at the deadline */
+		address_still_works();
+		_exit(lkt_failures ? 1 : 0);
+	}
+	CHECK_EQ(r, LK_PARK_TIMEDOUT);
+	CHECK_EQ(tok, 12345);
+	CHECK_EQ(waitpid(n.inner, &status, 0), n.inner);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	address_still_works();
+}
+
 int main(void)
 {
 	lkt_watchdog(60);
 	case_inner_park();
 	case_blocking_calls();
 	case_lock_aborts();
+	case_fork();
 	return lkt_done("test_park_nested");
 }

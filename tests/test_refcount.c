@@ -261,6 +261,48 @@ static void test_large_amounts_keep_saturation(void)
 	CHECK(rounds > 0);
 }
 
+/* The handler's `op` names the function called, also where fast hands a large amount to full's loop
+ * (the re-review: it said "lk_refcount_full_add" for lk_refcount_add(r, 200)) and for inc, inc_not_zero
+ * and dec_and_test, which share add's, add_not_zero's and sub_and_test's code. */
+static const char *last_op;
+
+static void op_handler(struct lk_refcount *r, enum lk_refcount_event ev, const char *op)
+{
+	(void)r;
+	(void)ev;
+	last_op = op;	/* this thread only */
+}
+
+#define EXPECT_OP(want, start, call)							\
+	do {										\
+		struct lk_refcount r_ = LK_REFCOUNT_INIT(start);			\
+		last_op = NULL;								\
+		call;									\
+		CHECK(last_op && strcmp(last_op, want) == 0);				\
+		if (last_op && strcmp(last_op, want) != 0)				\
+			fprintf(stderr, "expected op %s, got %s\n", want, last_op);	\
+	} while (0)
+
+static void test_op_names(void)
+{
+	lk_refcount_handler_t prev = lk_refcount_set_handler(op_handler);
+
+	/* above LK_REFCOUNT_FAST_MAX_AMOUNT: full's loop, fast's name */
+	EXPECT_OP("lk_refcount_fast_add", INT_MAX - 10, lk_refcount_fast_add(&r_, 200));
+	EXPECT_OP("lk_refcount_fast_add", INT_MAX - 10, lk_refcount_add(&r_, 200));
+	EXPECT_OP("lk_refcount_fast_add_not_zero", INT_MAX - 10, lk_refcount_fast_add_not_zero(&r_, 200));
+	EXPECT_OP("lk_refcount_fast_sub_and_test", 100, lk_refcount_fast_sub_and_test(&r_, 200));
+	/* at or below it: the fast path's own report */
+	EXPECT_OP("lk_refcount_fast_add", INT_MAX - 10, lk_refcount_fast_add(&r_, 100));
+	/* the functions that share code with another report under their own names */
+	EXPECT_OP("lk_refcount_fast_inc_not_zero", INT_MAX, lk_refcount_fast_inc_not_zero(&r_));
+	EXPECT_OP("lk_refcount_full_inc", INT_MAX, lk_refcount_full_inc(&r_));
+	EXPECT_OP("lk_refcount_full_inc_not_zero", INT_MAX, lk_refcount_full_inc_not_zero(&r_));
+	EXPECT_OP("lk_refcount_full_dec_and_test", 0, lk_refcount_full_dec_and_test(&r_));
+	EXPECT_OP("lk_refcount_full_add", 0, lk_refcount_full_add(&r_, 3));
+	lk_refcount_set_handler(prev);
+}
+
 static void test_handler_api(void)
 {
 	CHECK(lk_refcount_set_handler(count_handler) == count_handler);	/* main() installed it */
@@ -398,6 +440,7 @@ int main(void)
 	test_saturated_sequence();
 	test_transient_negative();
 	test_large_amounts_keep_saturation();
+	test_op_names();
 	test_handler_api();
 	test_dec_and_lock_variants();
 	test_concurrent();

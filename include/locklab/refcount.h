@@ -76,14 +76,16 @@ enum lk_refcount_event {
 	LK_REFCOUNT_ADD_OVF = 1,	/* add/inc past INT_MAX: "saturated; leaking memory" */
 	LK_REFCOUNT_ADD_NOT_ZERO_OVF,	/* add_not_zero/inc_not_zero past INT_MAX */
 	LK_REFCOUNT_ADD_UAF,		/* add/inc on 0: "addition on 0; use-after-free" */
-	LK_REFCOUNT_SUB_UAF,		/* sub/dec below 0: "underflow; use-after-free" */
-	LK_REFCOUNT_DEC_LEAK,		/* plain dec reached 0: "decrement hit 0; leaking memory" */
+	LK_REFCOUNT_SUB_UAF,		/* sub/dec_and_test below 0: "underflow; use-after-free" */
+	LK_REFCOUNT_DEC_LEAK,		/* plain dec from 1 or 0: "decrement hit 0; leaking memory" */
 	LK_REFCOUNT_BAD_ARG,		/* add/sub with an amount <= 0; the count is left unchanged */
 };
 
 /*
  * Called once per saturation event (never for operations on an already saturated count), from the
- * thread whose operation caused it. `op` names the public function ("lk_refcount_fast_inc").
+ * thread whose operation caused it. `op` names the public function ("lk_refcount_fast_inc"; the
+ * implementation's, for the default lk_refcount_* names), also where fast hands a large amount to
+ * full's loop.
  */
 typedef void (*lk_refcount_handler_t)(struct lk_refcount *r, enum lk_refcount_event ev, const char *op);
 
@@ -144,9 +146,9 @@ static inline void lk_refcount_acquire_after_zero_(struct lk_refcount *r)
  */
 #define LK_REFCOUNT_FAST_MAX_AMOUNT 128
 
-static inline void lk_refcount_full_add(struct lk_refcount *r, int i);
-static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i);
-static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i);
+static inline void lk_refcount_full_add_op_(struct lk_refcount *r, int i, const char *op);
+static inline bool lk_refcount_full_add_not_zero_op_(struct lk_refcount *r, int i, const char *op);
+static inline bool lk_refcount_full_sub_and_test_op_(struct lk_refcount *r, int i, const char *op);
 
 /* The fast variant's repair: pin the count, report unless it was already saturated (old < 0). */
 static inline void lk_refcount_fast_fix_(struct lk_refcount *r, int old, enum lk_refcount_event ev,
@@ -158,22 +160,27 @@ static inline void lk_refcount_fast_fix_(struct lk_refcount *r, int old, enum lk
 		lk_refcount_report(r, ev, op);
 }
 
-static inline void lk_refcount_fast_add(struct lk_refcount *r, int i)
+static inline void lk_refcount_fast_add_op_(struct lk_refcount *r, int i, const char *op)
 {
 	int old;
 
 	if (__builtin_expect(i <= 0, 0)) {
-		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, op);
 		return;
 	}
 	if (__builtin_expect(i > LK_REFCOUNT_FAST_MAX_AMOUNT, 0)) {
-		lk_refcount_full_add(r, i);
+		lk_refcount_full_add_op_(r, i, op);
 		return;
 	}
 	/* relaxed: see "Ordering" above */
 	old = atomic_fetch_add_explicit(&r->refs, i, memory_order_relaxed);
 	if (__builtin_expect(old <= 0 || (int)((unsigned)old + (unsigned)i) < 0, 0))
-		lk_refcount_fast_fix_(r, old, old == 0 ? LK_REFCOUNT_ADD_UAF : LK_REFCOUNT_ADD_OVF, __func__);
+		lk_refcount_fast_fix_(r, old, old == 0 ? LK_REFCOUNT_ADD_UAF : LK_REFCOUNT_ADD_OVF, op);
+}
+
+static inline void lk_refcount_fast_add(struct lk_refcount *r, int i)
+{
+	lk_refcount_fast_add_op_(r, i, __func__);
 }
 
 static inline void lk_refcount_fast_inc(struct lk_refcount *r)
@@ -185,17 +192,17 @@ static inline void lk_refcount_fast_inc(struct lk_refcount *r)
 		lk_refcount_fast_fix_(r, old, old == 0 ? LK_REFCOUNT_ADD_UAF : LK_REFCOUNT_ADD_OVF, __func__);
 }
 
-static inline bool lk_refcount_fast_add_not_zero(struct lk_refcount *r, int i)
+static inline bool lk_refcount_fast_add_not_zero_op_(struct lk_refcount *r, int i, const char *op)
 {
 	/* relaxed: the cmpxchg validates */
 	int old = atomic_load_explicit(&r->refs, memory_order_relaxed);
 
 	if (__builtin_expect(i <= 0, 0)) {
-		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, op);
 		return false;
 	}
 	if (__builtin_expect(i > LK_REFCOUNT_FAST_MAX_AMOUNT, 0))
-		return lk_refcount_full_add_not_zero(r, i);
+		return lk_refcount_full_add_not_zero_op_(r, i, op);
 	do {
 		if (!old)
 			return false;
@@ -203,25 +210,30 @@ static inline bool lk_refcount_fast_add_not_zero(struct lk_refcount *r, int i)
 	} while (!atomic_compare_exchange_weak_explicit(&r->refs, &old, (int)((unsigned)old + (unsigned)i),
 							memory_order_relaxed, memory_order_relaxed));
 	if (__builtin_expect(old < 0 || (int)((unsigned)old + (unsigned)i) < 0, 0))
-		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_ADD_NOT_ZERO_OVF, __func__);
+		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_ADD_NOT_ZERO_OVF, op);
 	return true;
+}
+
+static inline bool lk_refcount_fast_add_not_zero(struct lk_refcount *r, int i)
+{
+	return lk_refcount_fast_add_not_zero_op_(r, i, __func__);
 }
 
 static inline bool lk_refcount_fast_inc_not_zero(struct lk_refcount *r)
 {
-	return lk_refcount_fast_add_not_zero(r, 1);
+	return lk_refcount_fast_add_not_zero_op_(r, 1, __func__);
 }
 
-static inline bool lk_refcount_fast_sub_and_test(struct lk_refcount *r, int i)
+static inline bool lk_refcount_fast_sub_and_test_op_(struct lk_refcount *r, int i, const char *op)
 {
 	int old;
 
 	if (__builtin_expect(i <= 0, 0)) {
-		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, op);
 		return false;
 	}
 	if (__builtin_expect(i > LK_REFCOUNT_FAST_MAX_AMOUNT, 0))
-		return lk_refcount_full_sub_and_test(r, i);
+		return lk_refcount_full_sub_and_test_op_(r, i, op);
 	/* release: our accesses to the object happen-before the free by whoever reaches zero */
 	old = atomic_fetch_sub_explicit(&r->refs, i, memory_order_release);
 	if (old == i) {
@@ -229,8 +241,13 @@ static inline bool lk_refcount_fast_sub_and_test(struct lk_refcount *r, int i)
 		return true;
 	}
 	if (__builtin_expect(old < i, 0))
-		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_SUB_UAF, __func__);
+		lk_refcount_fast_fix_(r, old, LK_REFCOUNT_SUB_UAF, op);
 	return false;
+}
+
+static inline bool lk_refcount_fast_sub_and_test(struct lk_refcount *r, int i)
+{
+	return lk_refcount_fast_sub_and_test_op_(r, i, __func__);
 }
 
 static inline bool lk_refcount_fast_dec_and_test(struct lk_refcount *r)
@@ -275,13 +292,13 @@ static inline bool lk_refcount_full_try_(struct lk_refcount *r, int *old, int wa
 	return true;
 }
 
-static inline void lk_refcount_full_add(struct lk_refcount *r, int i)
+static inline void lk_refcount_full_add_op_(struct lk_refcount *r, int i, const char *op)
 {
 	/* relaxed: the cmpxchg validates */
 	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), want;
 
 	if (__builtin_expect(i <= 0, 0)) {
-		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, op);
 		return;
 	}
 	for (;;) {
@@ -290,30 +307,35 @@ static inline void lk_refcount_full_add(struct lk_refcount *r, int i)
 		/* relaxed (all three): see "Ordering" above */
 		if (old == 0) {
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
-						  LK_REFCOUNT_ADD_UAF, __func__))
+						  LK_REFCOUNT_ADD_UAF, op))
 				return;
 		} else if (__builtin_add_overflow(old, i, &want)) {
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
-						  LK_REFCOUNT_ADD_OVF, __func__))
+						  LK_REFCOUNT_ADD_OVF, op))
 				return;
-		} else if (lk_refcount_full_try_(r, &old, want, memory_order_relaxed, 0, __func__)) {
+		} else if (lk_refcount_full_try_(r, &old, want, memory_order_relaxed, 0, op)) {
 			return;
 		}
 	}
 }
 
-static inline void lk_refcount_full_inc(struct lk_refcount *r)
+static inline void lk_refcount_full_add(struct lk_refcount *r, int i)
 {
-	lk_refcount_full_add(r, 1);
+	lk_refcount_full_add_op_(r, i, __func__);
 }
 
-static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i)
+static inline void lk_refcount_full_inc(struct lk_refcount *r)
+{
+	lk_refcount_full_add_op_(r, 1, __func__);
+}
+
+static inline bool lk_refcount_full_add_not_zero_op_(struct lk_refcount *r, int i, const char *op)
 {
 	/* relaxed: the cmpxchg validates */
 	int old = atomic_load_explicit(&r->refs, memory_order_relaxed), want;
 
 	if (__builtin_expect(i <= 0, 0)) {
-		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, op);
 		return false;
 	}
 	for (;;) {
@@ -324,26 +346,31 @@ static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i)
 		/* relaxed (both): see "Ordering" above */
 		if (__builtin_add_overflow(old, i, &want)) {
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
-						  LK_REFCOUNT_ADD_NOT_ZERO_OVF, __func__))
+						  LK_REFCOUNT_ADD_NOT_ZERO_OVF, op))
 				return true;
-		} else if (lk_refcount_full_try_(r, &old, want, memory_order_relaxed, 0, __func__)) {
+		} else if (lk_refcount_full_try_(r, &old, want, memory_order_relaxed, 0, op)) {
 			return true;
 		}
 	}
 }
 
-static inline bool lk_refcount_full_inc_not_zero(struct lk_refcount *r)
+static inline bool lk_refcount_full_add_not_zero(struct lk_refcount *r, int i)
 {
-	return lk_refcount_full_add_not_zero(r, 1);
+	return lk_refcount_full_add_not_zero_op_(r, i, __func__);
 }
 
-static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i)
+static inline bool lk_refcount_full_inc_not_zero(struct lk_refcount *r)
+{
+	return lk_refcount_full_add_not_zero_op_(r, 1, __func__);
+}
+
+static inline bool lk_refcount_full_sub_and_test_op_(struct lk_refcount *r, int i, const char *op)
 {
 	/* relaxed: the cmpxchg validates */
 	int old = atomic_load_explicit(&r->refs, memory_order_relaxed);
 
 	if (__builtin_expect(i <= 0, 0)) {
-		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, __func__);
+		lk_refcount_report(r, LK_REFCOUNT_BAD_ARG, op);
 		return false;
 	}
 	for (;;) {
@@ -352,12 +379,12 @@ static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i)
 		if (old < i) {
 			/* relaxed: the count is dead either way; nothing to publish */
 			if (lk_refcount_full_try_(r, &old, LK_REFCOUNT_SATURATED, memory_order_relaxed,
-						  LK_REFCOUNT_SUB_UAF, __func__))
+						  LK_REFCOUNT_SUB_UAF, op))
 				return false;
 			continue;
 		}
 		/* release: our accesses to the object happen-before the free */
-		if (lk_refcount_full_try_(r, &old, old - i, memory_order_release, 0, __func__)) {
+		if (lk_refcount_full_try_(r, &old, old - i, memory_order_release, 0, op)) {
 			if (old != i)
 				return false;
 			lk_refcount_acquire_after_zero_(r);
@@ -366,9 +393,14 @@ static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i)
 	}
 }
 
+static inline bool lk_refcount_full_sub_and_test(struct lk_refcount *r, int i)
+{
+	return lk_refcount_full_sub_and_test_op_(r, i, __func__);
+}
+
 static inline bool lk_refcount_full_dec_and_test(struct lk_refcount *r)
 {
-	return lk_refcount_full_sub_and_test(r, 1);
+	return lk_refcount_full_sub_and_test_op_(r, 1, __func__);
 }
 
 static inline void lk_refcount_full_dec(struct lk_refcount *r)

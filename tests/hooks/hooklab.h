@@ -26,6 +26,7 @@ static const char *const hk_points[] = {
 	"spin_ticket.trylock", "mutex.spin", "mutex.park", "mutex.unlock_slow", "mutex.handoff", "mutex.owed",
 	"mutex.woken", "mutex.wait_yield", "mutex.claimed", "mutex.stamp_grace", "mutex.asked",
 	"park.queued", "park.timeout", "park.grow", "qspin.queued", "qspin.fallback", "qspin.claim",
+	"qspin.claim_enter",
 };
 #define HK_NPOINTS (sizeof(hk_points) / sizeof(hk_points[0]))
 

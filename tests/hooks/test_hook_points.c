@@ -138,6 +138,7 @@ int main(void)
 	while (!hk_count("qspin.queued"))
 		sched_yield();
 	CHECK(hk_count("qspin.claim") >= 1);	/* the queued waiter claimed its node slot first */
+	CHECK(hk_count("qspin.claim_enter") >= 1);
 	lk_qspin_unlock(&q);
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
