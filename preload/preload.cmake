@@ -43,6 +43,13 @@ if(_lkp_map)
     list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " _lkp_emu)
     list(APPEND _lkp_test_env "LOCKLAB_TEST_EMULATOR=${_lkp_emu}")
   endif()
+  # A library whose constructor registers fork handlers before the preloaded shim's constructor runs
+  # (tests/preload_atfork_lib.c), for test_preload_atfork_ctor.
+  add_library(lkp-atfork-lib SHARED ${CMAKE_SOURCE_DIR}/tests/preload_atfork_lib.c)
+  target_link_libraries(lkp-atfork-lib PRIVATE Threads::Threads)
+  if(TARGET test_preload_atfork_ctor)
+    target_link_libraries(test_preload_atfork_ctor PRIVATE lkp-atfork-lib)
+  endif()
   foreach(src ${LOCKLAB_TESTS})
     get_filename_component(name ${src} NAME_WE)
     if(name MATCHES "^test_preload_")

@@ -638,10 +638,24 @@ static void ops_destroy(void *st)
  * and a spinlock. Never malloc: an allocator such as jemalloc locks pthread mutexes itself, and we
  * may be inside one of its calls. The lock is taken around fork() (atfork) so a child never inherits
  * it held.
+ *
+ * slab_forking: the thread inside fork() holds both slab locks from atfork_prepare() until
+ * atfork_parent()/atfork_child(), and uses the slabs under them meanwhile. Prepare handlers
+ * registered before ours run after ours: a library whose constructor ran before the shim's and
+ * registered "lock in prepare, unlock in parent and child" makes the first use of its static mutex
+ * there, which allocates a block (an out-of-line lock). Waiting for the slab lock then meant waiting
+ * for itself: the review's reproducer hung at its first fork() under all six out-of-line locks.
+ * Other threads still wait for the lock; a signal handler of the forking thread must not allocate
+ * (it could not before either: the lock is not reentrant).
  */
+static __thread bool slab_forking;
+
 static void slab_lock(struct slab *s)
 {
 	unsigned spins = 0;
+
+	if (slab_forking)
+		return;		/* held by this thread since atfork_prepare() */
 
 	/* acquire: pairs with the release store in slab_unlock() */
 	while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) {
@@ -656,6 +670,8 @@ static void slab_lock(struct slab *s)
 
 static void slab_unlock(struct slab *s)
 {
+	if (slab_forking)
+		return;		/* atfork_parent()/atfork_child() release it */
 	/* release: publishes the free list and bump pointer to the next slab_lock() */
 	atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
@@ -1760,16 +1776,19 @@ static void atfork_prepare(void)
 #endif
 	slab_lock(&cond_slab);
 	slab_lock(&ool_slab);
+	slab_forking = true;	/* the prepare handlers that run after ours use the slabs under these */
 }
 
 static void atfork_parent(void)
 {
+	slab_forking = false;
 	slab_unlock(&ool_slab);
 	slab_unlock(&cond_slab);
 }
 
 static void atfork_child(void)
 {
+	slab_forking = false;
 	slab_unlock(&ool_slab);
 	slab_unlock(&cond_slab);
 	tid_cache = 0;
