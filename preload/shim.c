@@ -115,8 +115,8 @@
  * released our mutex cannot run before the waiter is queued on the condvar.
  *
  * FORK. A pthread_atfork child handler forgets the cached tid, starts a fresh profile and bumps
- * the fork generation; the out-of-line block allocator's lock is taken around fork() so the child
- * never inherits it held. Mutexes keep whatever state they had, as with glibc: one held by another
+ * the fork generation; a child takes over an out-of-line block allocator lock that a parent thread
+ * held at the fork (slab_lock). Mutexes keep whatever state they had, as with glibc: one held by another
  * thread stays held. One case needs more: the forking thread holds a mutex that other threads are
  * queued on (the pthread_atfork "lock in prepare, unlock in the child" pattern). glibc's lock word
  * only says "contended", and its unlock in the child just finds nobody to wake; but a queued lock
@@ -310,7 +310,7 @@ static void atfork_child(void);
 /* The out-of-line block allocator (below); choose_lock() sizes ool_slab for the chosen lock. */
 struct slab {
 	size_t size;
-	_Atomic uint32_t lock;
+	_Atomic uint32_t lock;	/* 0 free, else the holder's process id (slab_lock) */
 	void *free;		/* first word of a free block = next free block */
 	char *cur, *end;	/* bump region of the current chunk */
 };
@@ -636,31 +636,48 @@ static void ops_destroy(void *st)
 /*
  * A tiny allocator of fixed-size, 64-byte aligned, zeroed blocks: mmap'ed chunks, a LIFO free list
  * and a spinlock. Never malloc: an allocator such as jemalloc locks pthread mutexes itself, and we
- * may be inside one of its calls. The lock is taken around fork() (atfork) so a child never inherits
- * it held.
+ * may be inside one of its calls.
  *
- * slab_forking: the thread inside fork() holds both slab locks from atfork_prepare() until
- * atfork_parent()/atfork_child(), and uses the slabs under them meanwhile. Prepare handlers
- * registered before ours run after ours: a library whose constructor ran before the shim's and
- * registered "lock in prepare, unlock in parent and child" makes the first use of its static mutex
- * there, which allocates a block (an out-of-line lock). Waiting for the slab lock then meant waiting
- * for itself: the review's reproducer hung at its first fork() under all six out-of-line locks.
- * Other threads still wait for the lock; a signal handler of the forking thread must not allocate
- * (it could not before either: the lock is not reentrant).
+ * Fork. The lock word holds its holder's process id (0 when free; getpid() is a system call, and
+ * slab calls are rare: a mutex's first use, and its destroy). It is not taken around fork(). It used
+ * to be (atfork prepare, released in parent and child), and that deadlocked fork(): a library whose
+ * constructor ran before the shim's registers "lock its registry in prepare" before ours, so its
+ * handler runs after ours; another thread that held that registry lock and waited for a slab (a
+ * mutex's first use or destroy under it: common) then waited for the forking thread, which waited
+ * for the registry (the re-review of stop 36: 24 of 24 runs hung under the six out-of-line locks;
+ * before stop 36 the forking thread also waited for itself there). Now a fork child that finds a slab
+ * lock marked with another process's id - its parent's thread held it at the fork - takes it over and
+ * abandons the slab's free list and current chunk, which that thread may have been changing. Blocks
+ * in use stay mapped: the child leaks at most a chunk and the free blocks, per slab and fork. The id
+ * of a process we descend from is never ours (it was alive when we were created).
  */
-static __thread bool slab_forking;
-
 static void slab_lock(struct slab *s)
 {
+	uint32_t me = (uint32_t)getpid();
 	unsigned spins = 0;
 
-	if (slab_forking)
-		return;		/* held by this thread since atfork_prepare() */
+	for (;;) {
+		uint32_t v = 0;
 
-	/* acquire: pairs with the release store in slab_unlock() */
-	while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) {
-		/* relaxed: only waiting for it to look free; the exchange above acquires */
-		while (atomic_load_explicit(&s->lock, memory_order_relaxed))
+		/* acquire: pairs with the release store in slab_unlock() */
+		if (atomic_compare_exchange_weak_explicit(&s->lock, &v, me, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		if (v != 0 && v != me) {
+			/*
+			 * held at our fork by a thread of an ancestor process, which will never release it here.
+			 * acquire: as above (what we read of the slab was written before the fork)
+			 */
+			if (atomic_compare_exchange_strong_explicit(&s->lock, &v, me, memory_order_acquire,
+								    memory_order_relaxed)) {
+				s->free = NULL;
+				s->cur = s->end = NULL;
+				return;
+			}
+			continue;
+		}
+		/* relaxed: only waiting for it to look free; the CAS above acquires */
+		while (atomic_load_explicit(&s->lock, memory_order_relaxed) == me)
 			if (++spins & 63)
 				lk_cpu_relax();
 			else
@@ -670,8 +687,6 @@ static void slab_lock(struct slab *s)
 
 static void slab_unlock(struct slab *s)
 {
-	if (slab_forking)
-		return;		/* atfork_parent()/atfork_child() release it */
 	/* release: publishes the free list and bump pointer to the next slab_lock() */
 	atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
@@ -1769,28 +1784,20 @@ static int old_cond_broadcast(cond_2_0_t *c)
 static void atfork_prepare(void)
 {
 #if LAB_HAVE_ABSL
-	/* before our locks: finishes absl's lazy globals (absl_mode.cc); not on a thread a signal
-	 * handler interrupted inside absl's lock, whose measurement may be the one we would wait for */
+	/* finishes absl's lazy globals (absl_mode.cc); not on a thread a signal handler interrupted
+	 * inside absl's lock, whose measurement may be the one we would wait for */
 	if (absl_on && !in_blocking_lock)
 		shim_absl_prefork();
 #endif
-	slab_lock(&cond_slab);
-	slab_lock(&ool_slab);
-	slab_forking = true;	/* the prepare handlers that run after ours use the slabs under these */
+	/* the slabs are not locked around fork(): slab_lock() says why */
 }
 
 static void atfork_parent(void)
 {
-	slab_forking = false;
-	slab_unlock(&ool_slab);
-	slab_unlock(&cond_slab);
 }
 
 static void atfork_child(void)
 {
-	slab_forking = false;
-	slab_unlock(&ool_slab);
-	slab_unlock(&cond_slab);
 	tid_cache = 0;
 	/* relaxed: the child's only thread */
 	atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);

@@ -552,7 +552,8 @@ static void atfork_child(void)
 	 * returns UNPARKED (lk_cond: a spurious wakeup; lk_mutex: it tries again) instead of sleeping for
 	 * ever or, at its deadline, unlinking itself from a queue that no longer holds it: the child
 	 * crashed there (the re-review of stop 36). Forking anywhere else inside lk_park is forking from
-	 * a callback under the bucket lock, which locklab/park.h forbids.
+	 * a callback under the bucket lock, which locklab/park.h forbids. Not recovered: an unparker
+	 * that had dequeued us and run its callback but not yet stored our token (docs/park.md, "Fork").
 	 */
 	if (tls_td.in_park && atomic_load_explicit(&tls_td.futex, memory_order_relaxed)) {
 		tls_td.unpark_token = LK_TOKEN_NORMAL;

@@ -26,6 +26,23 @@ __attribute__((constructor)) static void lib_init(void)
 	pthread_atfork(lib_prepare, lib_after, lib_after);
 }
 
+/*
+ * Under the library's lock, makes a mutex's first use and destroys it: under the shim's out-of-line
+ * locks that allocates and frees a block. A thread doing this while another forks deadlocked fork()
+ * when the shim held its block allocator across the prepare phase (the library's prepare handler
+ * waits for this lock, this thread for the allocator).
+ */
+void lkp_atfork_lib_churn(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&lib_lock);
+	pthread_mutex_lock(&m);
+	pthread_mutex_unlock(&m);
+	pthread_mutex_destroy(&m);
+	pthread_mutex_unlock(&lib_lock);
+}
+
 /* Takes and releases the library's lock; returns how many times it was taken this way. */
 int lkp_atfork_lib_use(void)
 {
