@@ -555,6 +555,7 @@ static void atfork_child(void)
 	 * a callback under the bucket lock, which locklab/park.h forbids. Not recovered: an unparker
 	 * that had dequeued us and run its callback but not yet stored our token (docs/park.md, "Fork").
 	 */
+	/* relaxed (both): the child's only thread, reading and writing its own futex word */
 	if (tls_td.in_park && atomic_load_explicit(&tls_td.futex, memory_order_relaxed)) {
 		tls_td.unpark_token = LK_TOKEN_NORMAL;
 		tls_td.next = NULL;

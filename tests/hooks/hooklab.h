@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "locklab/mutex.h"
+#include "locklab/qspinlock.h"
 #include "test_hooks.h"
 #include "lktest.h"
 
@@ -213,6 +214,29 @@ static inline void hk_mutex_prime_ask(lk_mutex_t *m)
 		CHECK_EQ(pthread_join(t, NULL), 0);
 	}
 	CHECK_EQ(lk_mutex_set_policy(&saved), 0);
+}
+
+/* A qspinlock's word (relaxed: polled by the test; what it waits for is ordered by its handshakes). */
+static inline uint32_t hk_qval(struct lk_qspinlock *l)
+{
+	return atomic_load_explicit(&l->val, memory_order_relaxed);
+}
+
+/*
+ * 0,0,0 -> 0,1,1: held by the caller, the pending bit set by the caller too, so that the next arrival
+ * queues without a pending waiter having to spin meanwhile. hk_qspin_release() undoes it, once the
+ * arrival is in.
+ */
+static inline void hk_qspin_hold_pending(struct lk_qspinlock *l)
+{
+	lk_qspin_lock(l);
+	atomic_fetch_or_explicit(&l->val, LK_QSPIN_PENDING, memory_order_relaxed);	/* relaxed: a shape */
+}
+
+static inline void hk_qspin_release(struct lk_qspinlock *l)
+{
+	atomic_fetch_and_explicit(&l->val, ~LK_QSPIN_PENDING, memory_order_relaxed);	/* relaxed: as above */
+	CHECK_EQ(lk_qspin_unlock(l), 0);
 }
 
 #endif /* LOCKLAB_HOOKLAB_H */

@@ -47,25 +47,6 @@ static void on_hook(const char *point, void *arg)
 	}
 }
 
-static uint32_t qval(struct lk_qspinlock *l)
-{
-	return atomic_load_explicit(&l->val, memory_order_relaxed);	/* relaxed: polling */
-}
-
-/* 0,0,0 -> 0,1,1: held by us, pending set by us, so the next arrival queues */
-static void hold_with_pending(struct lk_qspinlock *l)
-{
-	lk_qspin_lock(l);
-	atomic_fetch_or_explicit(&l->val, LK_QSPIN_PENDING, memory_order_relaxed);	/* relaxed: a shape */
-}
-
-/* back to 0,0,0 once the arrival is in: drop pending first, then the lock */
-static void release_held(struct lk_qspinlock *l)
-{
-	atomic_fetch_and_explicit(&l->val, ~LK_QSPIN_PENDING, memory_order_relaxed);	/* relaxed: as above */
-	CHECK_EQ(lk_qspin_unlock(l), 0);
-}
-
 static void *x_main(void *arg)
 {
 	(void)arg;
@@ -93,12 +74,12 @@ static void *y_main(void *arg)
 /* One round of X against A held with pending: wait until X fell back or queued, then let it in. */
 static void x_round_run(int r, int fallbacks_before, int queued_before)
 {
-	hold_with_pending(&A);
+	hk_qspin_hold_pending(&A);
 	atomic_store_explicit(&x_round, r, memory_order_release);	/* release: handshake */
 	while (atomic_load_explicit(&x_fallbacks, memory_order_acquire) == fallbacks_before &&
 	       atomic_load_explicit(&x_queued, memory_order_acquire) == queued_before)
 		sched_yield();
-	release_held(&A);
+	hk_qspin_release(&A);
 	while (atomic_load_explicit(&x_done, memory_order_acquire) < r)	/* acquire: handshake */
 		sched_yield();
 }
@@ -123,11 +104,11 @@ int main(void)
 	CHECK_EQ(atomic_load(&x_fallbacks), 2);
 
 	/* 3. Y takes a slot and gives it back at exit */
-	hold_with_pending(&B);
+	hk_qspin_hold_pending(&B);
 	CHECK_EQ(pthread_create(&y, NULL, y_main, NULL), 0);
-	while (!(qval(&B) & LK_QSPIN_TAIL_MASK))	/* Y queued: it holds a slot */
+	while (!(hk_qval(&B) & LK_QSPIN_TAIL_MASK))	/* Y queued: it holds a slot */
 		sched_yield();
-	release_held(&B);
+	hk_qspin_release(&B);
 	CHECK_EQ(pthread_join(y, NULL), 0);	/* its key destructor ran: the slot is free */
 
 	/* 4. X claims again and queues on a node */
@@ -142,8 +123,8 @@ int main(void)
 	CHECK(atomic_load(&x_tail) != 0);
 
 	CHECK_EQ(pthread_join(x, NULL), 0);
-	CHECK_EQ(qval(&A), 0);
-	CHECK_EQ(qval(&B), 0);
+	CHECK_EQ(hk_qval(&A), 0);
+	CHECK_EQ(hk_qval(&B), 0);
 	CHECK_EQ(atomic_load_explicit(&hk_unknown, memory_order_relaxed), 0);
 	return lkt_done("test_hook_qspin_full");
 }

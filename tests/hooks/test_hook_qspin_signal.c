@@ -59,23 +59,6 @@ static void *x_main(void *arg)
 	return NULL;
 }
 
-static uint32_t qval(struct lk_qspinlock *l)
-{
-	return atomic_load_explicit(&l->val, memory_order_relaxed);	/* relaxed: polling */
-}
-
-static void hold_with_pending(struct lk_qspinlock *l)
-{
-	lk_qspin_lock(l);
-	atomic_fetch_or_explicit(&l->val, LK_QSPIN_PENDING, memory_order_relaxed);	/* relaxed: a shape */
-}
-
-static void release_held(struct lk_qspinlock *l)
-{
-	atomic_fetch_and_explicit(&l->val, ~LK_QSPIN_PENDING, memory_order_relaxed);	/* relaxed: as above */
-	CHECK_EQ(lk_qspin_unlock(l), 0);
-}
-
 static unsigned slot_of(uint32_t tail)
 {
 	return (tail >> LK_QSPIN_TAIL_SLOT_SHIFT) - 1;
@@ -89,17 +72,17 @@ int main(void)
 	lkt_watchdog(60);
 	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	hk_install(on_hook);
-	hold_with_pending(&A);
-	hold_with_pending(&B);
+	hk_qspin_hold_pending(&A);
+	hk_qspin_hold_pending(&B);
 	CHECK_EQ(pthread_create(&x, NULL, x_main, NULL), 0);
 	while (!atomic_load_explicit(&tail_b, memory_order_acquire))	/* acquire: on_hook */
 		sched_yield();
-	release_held(&B);
+	hk_qspin_release(&B);
 	while (!atomic_load_explicit(&handler_done, memory_order_acquire))	/* acquire: on_usr1 */
 		sched_yield();
 	while (!atomic_load_explicit(&tail_a, memory_order_acquire))	/* acquire: on_hook */
 		sched_yield();
-	release_held(&A);
+	hk_qspin_release(&A);
 	CHECK_EQ(pthread_join(x, NULL), 0);
 
 	uint32_t ta = atomic_load(&tail_a), tb = atomic_load(&tail_b);
@@ -108,8 +91,8 @@ int main(void)
 		fprintf(stderr, "the handler queued with slot %u and its thread with slot %u: two slots for "
 			"one thread, the handler's never given back\n", slot_of(tb), slot_of(ta));
 	CHECK_EQ(slot_of(ta), slot_of(tb));	/* (node 0 both times: the handler was done first) */
-	CHECK_EQ(qval(&A), 0);
-	CHECK_EQ(qval(&B), 0);
+	CHECK_EQ(hk_qval(&A), 0);
+	CHECK_EQ(hk_qval(&B), 0);
 	CHECK_EQ(atomic_load_explicit(&hk_unknown, memory_order_relaxed), 0);
 	return lkt_done("test_hook_qspin_signal");
 }
